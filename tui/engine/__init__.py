@@ -1,0 +1,4 @@
+"""The headless memory engine: store, chunker, index, embeddings, search, injection.
+
+Nothing in this package imports Textual.
+"""
