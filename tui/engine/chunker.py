@@ -1,0 +1,296 @@
+"""Markdown-aware chunking sized for the embedding model's window.
+
+Split on headings, then on blocks (paragraphs, bullets with their nested lines, code fences),
+and pack blocks into chunks of about ``target_tokens`` word-pieces with ~16% overlap. A bullet
+is never split unless it alone exceeds the target. Each chunk keeps its line range and heading
+path so a result can be shown and opened at ``path#Lstart-Lend``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from .metadata import CONFIDENCE_LEVELS, split_meta
+from .workspace import MEMORY_FILE, date_for_path
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_BULLET = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
+
+
+@dataclass(frozen=True)
+class ChunkParams:
+    """Chunk size and overlap in word-pieces. all-MiniLM-L6-v2 reads 256 including [CLS]/[SEP]."""
+
+    target_tokens: int = 200
+    overlap_tokens: int = 32
+
+    @property
+    def fingerprint(self) -> str:
+        return f"md-v1:{self.target_tokens}/{self.overlap_tokens}"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A searchable piece of a memory file."""
+
+    path: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    date: date | None
+    confidence: str
+    entry_ids: tuple[str, ...] = ()
+
+    @property
+    def embed_text(self) -> str:
+        """What is embedded and full-text indexed: the heading path gives the chunk its context."""
+        if self.heading and not self.text.lstrip().startswith("#"):
+            return f"{self.heading}\n{self.text}"
+        return self.text
+
+
+@dataclass
+class _Block:
+    start: int
+    end: int
+    lines: list[str]
+    heading: str
+    confidence: str | None = None
+    entry_ids: list[str] = field(default_factory=list)
+    is_heading: bool = False
+    tokens: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _max_confidence(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b, key=CONFIDENCE_LEVELS.index)
+
+
+def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
+    blocks: list[_Block] = []
+    headings: list[tuple[int, str]] = []
+    current: _Block | None = None
+    bullet_indent = -1
+    in_fence = False
+
+    def heading_path() -> str:
+        return " > ".join(title for _, title in headings)
+
+    def close() -> None:
+        nonlocal current, bullet_indent
+        if current is not None and current.lines:
+            blocks.append(current)
+        current = None
+        bullet_indent = -1
+
+    for number, raw in enumerate(text.splitlines(), start=1):
+        visible, meta = split_meta(raw)
+        if meta is not None and not meta.active:
+            # Forgotten or superseded entries are kept in the file for the record but never indexed.
+            continue
+        if in_fence:
+            assert current is not None
+            current.lines.append(visible)
+            current.end = number
+            if _FENCE.match(visible):
+                in_fence = False
+                close()
+            continue
+        if not visible.strip():
+            close()
+            continue
+        heading = _HEADING.match(visible)
+        if heading:
+            close()
+            level = len(heading.group(1))
+            headings[:] = [(lvl, title) for lvl, title in headings if lvl < level]
+            headings.append((level, heading.group(2)))
+            blocks.append(_Block(number, number, [visible], heading_path(), is_heading=True))
+            continue
+        if _FENCE.match(visible):
+            close()
+            current = _Block(number, number, [visible], heading_path())
+            in_fence = True
+            continue
+        bullet = _BULLET.match(visible)
+        indent = len(visible) - len(visible.lstrip())
+        starts_block = current is None or (
+            bullet is not None and (bullet_indent < 0 or indent <= bullet_indent)
+        )
+        if starts_block:
+            close()
+            current = _Block(number, number, [], heading_path())
+            bullet_indent = indent if bullet is not None else -1
+        assert current is not None
+        current.lines.append(visible)
+        current.end = number
+        if meta is not None:
+            current.confidence = _max_confidence(current.confidence, meta.confidence)
+            if meta.id:
+                current.entry_ids.append(meta.id)
+    close()
+    for block in blocks:
+        if block.confidence is None:
+            block.confidence = default_confidence
+    return blocks
+
+
+def _split_oversized(block: _Block, count: TokenCounter, target: int) -> list[_Block]:
+    """Split a block bigger than the target by lines, and a line bigger than it by words."""
+    pieces: list[_Block] = []
+    line_tokens = count(block.lines)
+    current: _Block | None = None
+    for offset, (line, tokens) in enumerate(zip(block.lines, line_tokens, strict=True)):
+        number = block.start + offset
+        if tokens > target:
+            if current is not None:
+                pieces.append(current)
+                current = None
+            for part in _split_line(line, count, target):
+                pieces.append(
+                    _Block(
+                        number,
+                        number,
+                        [part],
+                        block.heading,
+                        block.confidence,
+                        list(block.entry_ids),
+                    )
+                )
+            continue
+        if current is not None and current.tokens + tokens > target:
+            pieces.append(current)
+            current = None
+        if current is None:
+            current = _Block(
+                number, number, [], block.heading, block.confidence, list(block.entry_ids)
+            )
+        current.lines.append(line)
+        current.end = number
+        current.tokens += tokens
+    if current is not None:
+        pieces.append(current)
+    for piece in pieces:
+        piece.tokens = count([piece.text])[0]
+    return pieces
+
+
+def _split_line(line: str, count: TokenCounter, target: int) -> list[str]:
+    # Whitespace-free scripts (CJK) fall back to characters.
+    words = line.split(" ") if " " in line.strip() else list(line)
+    joiner = " " if " " in line.strip() else ""
+    parts: list[str] = []
+    lo = 0
+    while lo < len(words):
+        # Grow a window by doubling, then bisect, so a huge line costs O(log n) counts per part.
+        hi = lo + 1
+        step = 16
+        while (
+            hi < len(words)
+            and count([joiner.join(words[lo : min(hi + step, len(words))])])[0] <= target
+        ):
+            hi = min(hi + step, len(words))
+            step *= 2
+        low, high = hi, min(hi + step, len(words))
+        while low < high:
+            mid = (low + high + 1) // 2
+            if count([joiner.join(words[lo:mid])])[0] <= target:
+                low = mid
+            else:
+                high = mid - 1
+        hi = max(low, lo + 1)
+        parts.append(joiner.join(words[lo:hi]))
+        lo = hi
+    return parts
+
+
+def chunk_markdown(
+    text: str,
+    path: str,
+    count: TokenCounter,
+    params: ChunkParams = ChunkParams(),
+) -> list[Chunk]:
+    """Chunk one Markdown file. ``path`` is workspace-relative; ``count`` counts word-pieces."""
+    default_confidence = "high" if path == MEMORY_FILE else "medium"
+    blocks = _parse_blocks(text, default_confidence)
+    if not blocks:
+        return []
+    for block, tokens in zip(blocks, count([b.text for b in blocks]), strict=True):
+        block.tokens = tokens
+    day = date_for_path(path)
+    target = params.target_tokens
+
+    sized: list[_Block] = []
+    for block in blocks:
+        sized.extend(_split_oversized(block, count, target) if block.tokens > target else [block])
+
+    chunks: list[Chunk] = []
+    group: list[_Block] = []
+    new_since_emit = False
+
+    def emit() -> None:
+        if not group or not new_since_emit:
+            return
+        confidence = None
+        ids: list[str] = []
+        for block in group:
+            confidence = _max_confidence(confidence, block.confidence)
+            ids.extend(i for i in block.entry_ids if i not in ids)
+        chunks.append(
+            Chunk(
+                path=path,
+                start_line=group[0].start,
+                end_line=group[-1].end,
+                heading=group[-1].heading,
+                text="\n".join(block.text for block in group),
+                date=day,
+                confidence=confidence or default_confidence,
+                entry_ids=tuple(ids),
+            )
+        )
+
+    for block in sized:
+        if block.is_heading:
+            if group and all(b.is_heading for b in group):
+                group.append(block)  # "# Title" then "## Pets": one chunk covers both headings
+                continue
+            emit()
+            group = [block]
+            new_since_emit = False
+            continue
+        total = sum(b.tokens for b in group)
+        if group and total + block.tokens > target:
+            emit()
+            # Carry trailing blocks as overlap, but only whole blocks and never past the budget.
+            carried: list[_Block] = []
+            budget = params.overlap_tokens
+            for previous in reversed(group):
+                if previous.is_heading or previous.tokens > budget:
+                    break
+                carried.insert(0, previous)
+                budget -= previous.tokens
+            group = carried
+            while group and sum(b.tokens for b in group) + block.tokens > target:
+                group.pop(0)
+        group.append(block)
+        new_since_emit = True
+    emit()
+    # A file of headings only still deserves to be found.
+    if not chunks and group:
+        new_since_emit = True
+        emit()
+    return chunks

@@ -1,0 +1,587 @@
+"""The disposable SQLite index over the Markdown memory files.
+
+One file, ``.memdeck/index.db``, in WAL mode: ``meta``, ``files``, ``chunks``, an FTS5 table,
+a sqlite-vec ``vec0`` table and an ``embedding_cache``. Everything in it can be rebuilt from the
+Markdown files. The stdlib ``sqlite3`` of some Pythons cannot load extensions, so the index uses
+``sqlean`` (a drop-in ``sqlite3`` with extension loading and FTS5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import sqlean as sqlite3
+import sqlite_vec
+
+from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown
+from .fileio import read_markdown, sha256_text
+from .textsearch import build_match_query, fts_body
+from .vectors import VectorMirror
+from .workspace import Workspace
+
+SCHEMA_VERSION = 1
+#: Writes commit at least this often (rows), so readers see progress and a crash loses little.
+COMMIT_EVERY = 200
+
+DatabaseError = sqlite3.DatabaseError
+
+Progress = Callable[[str, int, int], None]
+
+
+class EmbedderLike(Protocol):
+    """What the index needs from an embedder (see :class:`tui.engine.embeddings.Embedder`)."""
+
+    dims: int
+    fingerprint: str
+    loaded: bool
+
+    def embed(
+        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray: ...
+
+
+@dataclass
+class SyncReport:
+    """What a sync did."""
+
+    files_seen: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def merge(self, other: SyncReport) -> None:
+        for name in (
+            "files_seen",
+            "files_changed",
+            "files_removed",
+            "chunks_added",
+            "chunks_removed",
+            "embedded",
+            "cache_hits",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.warnings.extend(other.warnings)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk as stored in the index."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    date: date | None
+    confidence: str
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """Open a connection with sqlite-vec loaded and the pragmas the index relies on."""
+    conn = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = OFF")
+    return conn
+
+
+def _schema(dims: int) -> list[str]:
+    return [
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS files (
+            path TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime REAL NOT NULL, size INTEGER NOT NULL,
+            warning TEXT)""",
+        """CREATE TABLE IF NOT EXISTS chunks (
+            id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL,
+            date TEXT, confidence TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'active',
+            entry_ids TEXT NOT NULL DEFAULT '', embedded INTEGER NOT NULL DEFAULT 0)""",
+        "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
+        "CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(embedded) WHERE embedded = 0",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
+        """CREATE TABLE IF NOT EXISTS embedding_cache (
+            model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, hash))""",
+    ]
+
+
+class MemoryIndex:
+    """The search index of one workspace. One writer at a time; readers never block.
+
+    Writes go through ``self._write_lock`` on a dedicated connection; each reading thread gets
+    its own connection, so WAL lets searches run while a sync is writing.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        embedder: EmbedderLike,
+        count_tokens: TokenCounter,
+        params: ChunkParams = ChunkParams(),
+        *,
+        path: Path | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.embedder = embedder
+        self.count_tokens = count_tokens
+        self.params = params
+        self.path = path or workspace.index_path
+        self.notices: list[str] = []
+        self.mirror = VectorMirror(embedder.dims)
+        self._mirror_loaded = False
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._writer = self._open_or_recover()
+
+    # -- connections --
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies everything that makes stored chunks and vectors comparable."""
+        return f"schema={SCHEMA_VERSION};model={self.embedder.fingerprint};chunker={self.params.fingerprint}"
+
+    def _track(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._track(connect(self.path))
+            self._local.conn = conn
+        return conn
+
+    def _open_or_recover(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = connect(self.path)
+            self._init_schema(conn)
+            conn.execute("SELECT count(*) FROM chunks").fetchone()
+            conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'x'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(Exception):
+                conn.close()
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(str(self.path) + suffix)
+                if src.exists():
+                    os.replace(src, Path(str(aside) + suffix))
+            self.notices.append(
+                f"index {self.path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt from the Markdown files"
+            )
+            conn = connect(self.path)
+            self._init_schema(conn)
+        return self._track(conn)
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        with _transaction(conn):
+            for statement in _schema(self.embedder.dims):
+                conn.execute(statement)
+            stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if not stored:
+                conn.executemany(
+                    "INSERT INTO meta(key, value) VALUES (?, ?)",
+                    [
+                        ("schema_version", str(SCHEMA_VERSION)),
+                        ("fingerprint", self.fingerprint),
+                        ("dims", str(self.embedder.dims)),
+                    ],
+                )
+
+    def stored_fingerprint(self) -> str | None:
+        row = self._reader().execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+        return row[0] if row else None
+
+    def close(self) -> None:
+        """Close every connection this index opened (any thread)."""
+        with self._connections_lock:
+            for conn in self._connections:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    # -- sync --
+
+    def sync(self, *, embed: bool = True, progress: Progress | None = None) -> SyncReport:
+        """Bring the index in line with the Markdown files.
+
+        A fingerprint change (another model or chunker) rebuilds into a temporary database that
+        replaces this one only when complete. Unchanged files cost a stat and a hash.
+        """
+        if self.stored_fingerprint() != self.fingerprint:
+            return self.rebuild(embed=embed, progress=progress)
+        started = time.perf_counter()
+        report = SyncReport()
+        warnings: list[str] = []
+        seen: set[str] = set()
+        for rel, _path in self.workspace.iter_memory_files(warnings):
+            seen.add(rel)
+            report.files_seen += 1
+            report.merge(self.sync_file(rel, embed=False))
+        report.warnings.extend(warnings)
+        for rel in self._indexed_paths() - seen:
+            report.merge(self.remove_file(rel))
+        if embed:
+            report.merge(self.embed_pending(progress=progress))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def sync_paths(self, rel_paths: Sequence[str], *, embed: bool = True) -> SyncReport:
+        """Re-sync only these workspace-relative paths (what the file watcher saw change)."""
+        report = SyncReport()
+        for rel in sorted(set(rel_paths)):
+            path = self.workspace.root / rel
+            if self.workspace.is_memory_path(rel) and path.is_file():
+                report.merge(self.sync_file(rel, embed=False))
+            else:
+                report.merge(self.remove_file(rel))
+        if embed:
+            report.merge(self.embed_pending())
+        return report
+
+    def sync_file(self, rel: str, *, embed: bool = True) -> SyncReport:
+        """Re-index one file if its content hash changed."""
+        report = SyncReport()
+        path = self.workspace.root / rel
+        try:
+            if path.is_symlink() and not path.resolve().is_relative_to(self.workspace.root):
+                report.warnings.append(f"{rel}: skipped, symlink leads outside the workspace")
+                return report
+            read = read_markdown(path)
+        except OSError as exc:
+            report.warnings.append(f"{rel}: unreadable ({exc.strerror or exc})")
+            return report
+        if read.warning:
+            report.warnings.append(read.warning.replace(str(path), rel))
+        row = self._reader().execute("SELECT hash FROM files WHERE path = ?", (rel,)).fetchone()
+        if row and row[0] == read.content_hash:
+            return report
+        chunks = chunk_markdown(read.text, rel, self.count_tokens, self.params) if read.text else []
+        with self._write_lock, _transaction(self._writer) as conn:
+            removed = self._delete_chunks(conn, rel)
+            new_ids = self._insert_chunks(conn, chunks)
+            conn.execute(
+                "INSERT OR REPLACE INTO files(path, hash, mtime, size, warning) VALUES (?, ?, ?, ?, ?)",
+                (rel, read.content_hash, read.mtime, read.size, read.warning),
+            )
+        self.mirror.remove(removed)
+        report.files_changed = 1
+        report.chunks_removed = len(removed)
+        report.chunks_added = len(new_ids)
+        if embed:
+            report.merge(self.embed_pending())
+        return report
+
+    def remove_file(self, rel: str) -> SyncReport:
+        """Drop a file's chunks (the file was deleted or left the memory folders)."""
+        with self._write_lock, _transaction(self._writer) as conn:
+            removed = self._delete_chunks(conn, rel)
+            deleted = conn.execute("DELETE FROM files WHERE path = ?", (rel,)).rowcount
+        self.mirror.remove(removed)
+        return SyncReport(files_removed=1 if deleted else 0, chunks_removed=len(removed))
+
+    def _indexed_paths(self) -> set[str]:
+        return {row[0] for row in self._reader().execute("SELECT path FROM files")}
+
+    def _delete_chunks(self, conn: sqlite3.Connection, rel: str) -> list[int]:
+        ids = [row[0] for row in conn.execute("SELECT id FROM chunks WHERE path = ?", (rel,))]
+        if ids:
+            marks = ",".join("?" * len(ids))
+            conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
+            conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", ids)
+            conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
+        return ids
+
+    def _insert_chunks(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> list[int]:
+        ids = []
+        for chunk in chunks:
+            cursor = conn.execute(
+                """INSERT INTO chunks(path, start_line, end_line, heading, text, hash, date, confidence, entry_ids)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    chunk.path,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.heading,
+                    chunk.text,
+                    sha256_text(chunk.embed_text),
+                    chunk.date.isoformat() if chunk.date else None,
+                    chunk.confidence,
+                    " ".join(chunk.entry_ids),
+                ),
+            )
+            chunk_id = cursor.lastrowid
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)",
+                (chunk_id, fts_body(chunk.embed_text)),
+            )
+            ids.append(chunk_id)
+        return ids
+
+    # -- embeddings --
+
+    def pending_embeddings(self) -> int:
+        """How many chunks still have no vector."""
+        return (
+            self._reader().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+        )
+
+    def embed_pending(self, *, progress: Progress | None = None) -> SyncReport:
+        """Give every chunk without a vector one: from the cache when its text was seen, else the model.
+
+        Texts are embedded in length-sorted batches (by the embedder) and written in
+        transactions of at most ``COMMIT_EVERY`` rows.
+        """
+        report = SyncReport()
+        model = self.embedder.fingerprint
+        rows = (
+            self._reader()
+            .execute(
+                """SELECT c.id, c.heading, c.text, c.hash, e.embedding FROM chunks c
+               LEFT JOIN embedding_cache e ON e.model = ? AND e.hash = c.hash
+               WHERE c.embedded = 0""",
+                (model,),
+            )
+            .fetchall()
+        )
+        if not rows:
+            return report
+        cached = [(r[0], r[4]) for r in rows if r[4] is not None]
+        missing = [r for r in rows if r[4] is None]
+        report.cache_hits = len(cached)
+        for start in range(0, len(cached), COMMIT_EVERY):
+            self._store_vectors(cached[start : start + COMMIT_EVERY], cache=None)
+        # Embed distinct texts once, in slices so progress is visible and memory stays flat.
+        by_hash: dict[str, list[int]] = {}
+        texts: dict[str, str] = {}
+        for chunk_id, heading, text, digest, _ in missing:
+            by_hash.setdefault(digest, []).append(chunk_id)
+            texts[digest] = Chunk("", 0, 0, heading, text, None, "").embed_text
+        hashes = sorted(by_hash, key=lambda h: len(texts[h]))
+        total = len(hashes)
+        done = 0
+        slice_size = max(COMMIT_EVERY, 512)
+        for start in range(0, total, slice_size):
+            batch = hashes[start : start + slice_size]
+            vectors = self.embedder.embed([texts[h] for h in batch])
+            pairs: list[tuple[int, bytes]] = []
+            cache_rows: list[tuple[str, str, bytes]] = []
+            for digest, vector in zip(batch, vectors, strict=True):
+                blob = np.asarray(vector, dtype=np.float32).tobytes()
+                cache_rows.append((model, digest, blob))
+                pairs.extend((chunk_id, blob) for chunk_id in by_hash[digest])
+            self._store_vectors(pairs, cache=cache_rows)
+            done += len(batch)
+            report.embedded += len(batch)
+            if progress:
+                progress("embedding", done, total)
+        return report
+
+    def _store_vectors(
+        self, pairs: Sequence[tuple[int, bytes]], cache: Sequence[tuple[str, str, bytes]] | None
+    ) -> None:
+        if not pairs:
+            return
+        with self._write_lock, _transaction(self._writer) as conn:
+            if cache:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
+                    cache,
+                )
+            # The chunk may have been deleted by a concurrent sync since we read it.
+            live = {
+                row[0]
+                for row in conn.execute(
+                    f"SELECT id FROM chunks WHERE embedded = 0 AND id IN ({','.join('?' * len(pairs))})",
+                    [p[0] for p in pairs],
+                )
+            }
+            stored = [(i, b) for i, b in pairs if i in live]
+            conn.executemany(
+                "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES (?, ?)", stored
+            )
+            conn.executemany(
+                "UPDATE chunks SET embedded = 1 WHERE id = ?", [(i,) for i, _ in stored]
+            )
+        if stored and self._mirror_loaded:
+            self.mirror.upsert(
+                [i for i, _ in stored],
+                np.frombuffer(b"".join(b for _, b in stored), dtype=np.float32).reshape(
+                    len(stored), -1
+                ),
+            )
+
+    def ensure_mirror(self) -> VectorMirror:
+        """Load the in-RAM vector mirror from sqlite-vec on first use."""
+        with self._write_lock:
+            if not self._mirror_loaded:
+                rows = self._writer.execute("SELECT rowid, embedding FROM chunks_vec").fetchall()
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                blob = b"".join(r[1] for r in rows)
+                matrix = np.frombuffer(blob, dtype=np.float32).reshape(
+                    len(rows), self.embedder.dims
+                )
+                self.mirror.load(ids, matrix)
+                self._mirror_loaded = True
+        return self.mirror
+
+    # -- rebuild --
+
+    def rebuild(self, *, embed: bool = True, progress: Progress | None = None) -> SyncReport:
+        """Rebuild from the Markdown files into a temporary database, then swap it in.
+
+        Vectors are reused through the embedding cache when the model did not change. A crash
+        half-way leaves the old index in place and usable.
+        """
+        tmp_path = self.path.with_name(f"{self.path.name}.rebuild-{os.getpid()}")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(tmp_path) + suffix)
+        fresh = MemoryIndex(
+            self.workspace, self.embedder, self.count_tokens, self.params, path=tmp_path
+        )
+        try:
+            self._copy_cache_into(fresh)
+            with self._write_lock:
+                report = fresh.sync(embed=embed, progress=progress)
+                fresh.close()
+                self.close()
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(str(self.path) + suffix)
+                os.replace(tmp_path, self.path)
+                self._writer = self._track(connect(self.path))
+                self._mirror_loaded = False
+                self.mirror = VectorMirror(self.embedder.dims)
+        finally:
+            fresh.close()
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(str(tmp_path) + suffix)
+        return report
+
+    def _copy_cache_into(self, other: MemoryIndex) -> None:
+        with contextlib.suppress(sqlite3.DatabaseError):
+            rows = (
+                self._reader()
+                .execute("SELECT model, hash, embedding FROM embedding_cache")
+                .fetchall()
+            )
+            with _transaction(other._writer) as conn:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
+                    rows,
+                )
+
+    # -- reading --
+
+    def fts_candidates(self, query: str, limit: int | None) -> list[tuple[int, float]]:
+        """``(chunk id, bm25 rank)`` of the best full-text matches (rank: negative, lower is better)."""
+        sql = "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self._fts(query, sql, [])
+
+    def fts_ranks(self, query: str, ids: Sequence[int]) -> dict[int, float]:
+        """bm25 ranks of specific chunks (those that match at all)."""
+        if not ids:
+            return {}
+        sql = (
+            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"AND rowid IN ({','.join('?' * len(ids))})"
+        )
+        return dict(self._fts(query, sql, list(ids)))
+
+    def _fts(self, query: str, sql: str, args: list) -> list[tuple[int, float]]:
+        match = build_match_query(query)
+        if match is None:
+            return []
+        try:
+            return [(row[0], row[1]) for row in self._reader().execute(sql, [match, *args])]
+        except sqlite3.OperationalError:
+            return []
+
+    def chunks_by_id(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        """Stored chunks by id (missing ids are left out)."""
+        if not ids:
+            return {}
+        rows = self._reader().execute(
+            f"""SELECT id, path, start_line, end_line, heading, text, date, confidence FROM chunks
+                WHERE state = 'active' AND id IN ({",".join("?" * len(ids))})""",
+            list(ids),
+        )
+        return {
+            r[0]: ChunkRow(
+                r[0], r[1], r[2], r[3], r[4], r[5], date.fromisoformat(r[6]) if r[6] else None, r[7]
+            )
+            for r in rows
+        }
+
+    def iter_chunks(self, path: str | None = None) -> Iterator[ChunkRow]:
+        """Every active chunk, or those of one file, in file order."""
+        sql = "SELECT id, path, start_line, end_line, heading, text, date, confidence FROM chunks WHERE state = 'active'"
+        args: tuple = ()
+        if path is not None:
+            sql += " AND path = ?"
+            args = (path,)
+        for r in self._reader().execute(sql + " ORDER BY path, start_line", args):
+            yield ChunkRow(
+                r[0], r[1], r[2], r[3], r[4], r[5], date.fromisoformat(r[6]) if r[6] else None, r[7]
+            )
+
+    def stats(self) -> dict[str, object]:
+        """Counts and sizes for the stats panel and ``memdeck stats``."""
+        conn = self._reader()
+        size = sum(
+            Path(str(self.path) + s).stat().st_size
+            for s in ("", "-wal")
+            if Path(str(self.path) + s).exists()
+        )
+        warnings = [
+            row[0] for row in conn.execute("SELECT warning FROM files WHERE warning IS NOT NULL")
+        ]
+        return {
+            "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
+            "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+            "embedded": conn.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()[
+                0
+            ],
+            "cache_entries": conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0],
+            "index_bytes": size,
+            "fingerprint": self.stored_fingerprint(),
+            "warnings": warnings,
+        }
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -1,0 +1,101 @@
+"""Full-text search helpers: what FTS5 indexes, how a query becomes a MATCH expression, BM25 mapping.
+
+FTS5's ``unicode61`` tokenizer treats a run of Chinese or Japanese characters as one token,
+so the indexed body spells CJK runs as overlapping bigrams; the query side does the same.
+Code-ish tokens (``snake_case``, ``file.py``) become phrases of their parts. Very common words
+are dropped from the query (they make FTS5 walk huge posting lists for no ranking benefit).
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"[^\W_{_CJK}]+(?:[_.\-/:][^\W_{_CJK}]+)*|[{_CJK}]+", re.UNICODE)
+_PART = re.compile(r"[^\W_]+", re.UNICODE)
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t don let get got also""".split()
+)
+
+#: Most terms a MATCH expression gets; the rest of a very long query adds little but cost.
+MAX_QUERY_TERMS = 24
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping bigrams of a CJK run (a single character stays as it is)."""
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def fts_body(text: str) -> str:
+    """The text FTS5 indexes for a chunk: CJK runs spelled as bigrams, then their characters.
+
+    The characters come after the bigrams so a one-character query still finds them, while
+    bigram phrases keep matching contiguous text.
+    """
+
+    def spell(match: re.Match[str]) -> str:
+        run = match.group(0)
+        unigrams = " ".join(run) if len(run) > 1 else ""
+        return " " + " ".join(cjk_bigrams(run)) + " " + unigrams + " "
+
+    return _CJK_RUN.sub(spell, text)
+
+
+def query_terms(query: str) -> list[tuple[str, ...]]:
+    """The query's terms, each a tuple of FTS tokens (one token, or a phrase's parts).
+
+    Stop words are dropped unless the query has nothing else.
+    """
+    terms: list[tuple[str, ...]] = []
+    for match in _WORD.finditer(query.lower()):
+        word = match.group(0)
+        if _CJK_RUN.fullmatch(word):
+            terms.extend((bigram,) for bigram in cjk_bigrams(word))
+        else:
+            parts = tuple(_PART.findall(word))
+            if parts:
+                terms.append(parts)
+    seen: set[tuple[str, ...]] = set()
+    unique = [t for t in terms if not (t in seen or seen.add(t))]
+    content = [
+        t
+        for t in unique
+        if not (len(t) == 1 and (t[0] in STOP_WORDS or len(t[0]) < 2 and t[0].isascii()))
+    ]
+    return (content or unique)[:MAX_QUERY_TERMS]
+
+
+def build_match_query(query: str) -> str | None:
+    """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when nothing is searchable."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " OR ".join('"' + " ".join(term).replace('"', "") + '"' for term in terms)
+
+
+def contains_all_terms(text: str, query: str) -> bool:
+    """True when every content term of ``query`` occurs in ``text`` (an exact keyword hit)."""
+    terms = query_terms(query)
+    if not terms:
+        return False
+    body = " " + " ".join(_PART.findall(fts_body(text).lower())) + " "
+    return all(" " + " ".join(term) + " " in body for term in terms)
+
+
+def bm25_to_unit(rank: float) -> float:
+    """Map FTS5's bm25 rank (negative; more negative is a better match) onto 0..1.
+
+    Monotonic: a stronger match always scores higher, and no finite rank maps to 1.0.
+    """
+    strength = max(0.0, -rank)
+    return strength / (1.0 + strength)

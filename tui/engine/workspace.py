@@ -1,0 +1,164 @@
+"""The user's workspace on disk: where memory files live, which ones count, and the path guard."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import platformdirs
+
+MEMORY_FILE = "MEMORY.md"
+MEMORY_DIR = "memory"
+STATE_DIR = ".memdeck"
+
+_DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+
+
+class WorkspaceError(Exception):
+    """A problem with the workspace the user pointed at, worded for the user."""
+
+
+class PathRefusedError(WorkspaceError):
+    """A path outside the memory files was asked for (``..``, absolute, symlink leading out)."""
+
+
+def default_workspace() -> Path:
+    """``MEMDECK_WORKSPACE`` if set, else the platform data dir."""
+    env = os.environ.get("MEMDECK_WORKSPACE")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("memdeck"))
+
+
+def date_for_path(rel_path: str) -> date | None:
+    """The date a daily-log path is about (``memory/2026/2026-11-03-trip.md``), else None.
+
+    ``MEMORY.md`` is evergreen and has no date.
+    """
+    if not rel_path.startswith(MEMORY_DIR + "/"):
+        return None
+    match = _DATE_IN_NAME.search(Path(rel_path).name)
+    if not match:
+        return None
+    try:
+        return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A memdeck workspace rooted at ``root``."""
+
+    root: Path
+
+    @classmethod
+    def open(cls, root: Path | str | None = None, *, create: bool = True) -> Workspace:
+        """Open (and by default create) the workspace at ``root`` or the default location."""
+        path = Path(root).expanduser() if root is not None else default_workspace()
+        if path.exists() and not path.is_dir():
+            raise WorkspaceError(f"workspace {path} exists but is not a folder")
+        if not path.exists():
+            if not create:
+                raise WorkspaceError(f"workspace {path} does not exist")
+            path.mkdir(parents=True)
+        workspace = cls(path.resolve())
+        (workspace.root / STATE_DIR).mkdir(exist_ok=True)
+        return workspace
+
+    @property
+    def memory_file(self) -> Path:
+        return self.root / MEMORY_FILE
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / MEMORY_DIR
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def index_path(self) -> Path:
+        return self.state_dir / "index.db"
+
+    @property
+    def history_path(self) -> Path:
+        return self.state_dir / "history.jsonl"
+
+    def daily_log(self, day: date) -> Path:
+        """Path of the daily log for ``day``."""
+        return self.memory_dir / f"{day.isoformat()}.md"
+
+    def relative(self, path: Path) -> str:
+        """Workspace-relative POSIX path of ``path``."""
+        return Path(os.path.relpath(path, self.root)).as_posix()
+
+    def is_memory_path(self, rel_path: str) -> bool:
+        """True for ``MEMORY.md`` and Markdown files under ``memory/`` (no hidden parts)."""
+        parts = rel_path.split("/")
+        if any(part.startswith(".") for part in parts):
+            return False
+        if rel_path == MEMORY_FILE:
+            return True
+        return parts[0] == MEMORY_DIR and len(parts) > 1 and rel_path.lower().endswith(".md")
+
+    def resolve_memory_path(self, requested: str) -> Path:
+        """The one path guard: map a user- or model-supplied path to a memory file.
+
+        Accepts ``MEMORY.md`` and files under ``memory/``, written relative to the workspace.
+        Refuses absolute paths, ``..`` segments, anything else, and symlinks that lead out of
+        the workspace, with :class:`PathRefusedError`.
+        """
+        cleaned = requested.strip().replace("\\", "/")
+        if not cleaned:
+            raise PathRefusedError("empty path")
+        if cleaned.startswith("/") or re.match(r"^[A-Za-z]:", cleaned) or cleaned.startswith("~"):
+            raise PathRefusedError(
+                f"{requested!r}: absolute paths are not allowed; use MEMORY.md or memory/..."
+            )
+        parts = [part for part in cleaned.split("/") if part not in ("", ".")]
+        if ".." in parts:
+            raise PathRefusedError(f"{requested!r}: '..' is not allowed")
+        rel = "/".join(parts)
+        if not self.is_memory_path(rel):
+            raise PathRefusedError(
+                f"{requested!r}: only MEMORY.md and Markdown files under memory/ can be read"
+            )
+        candidate = self.root / rel
+        resolved = candidate.resolve()
+        if not resolved.is_relative_to(self.root):
+            raise PathRefusedError(f"{requested!r}: leads outside the memory workspace")
+        return candidate
+
+    def iter_memory_files(self, warnings: list[str] | None = None) -> Iterator[tuple[str, Path]]:
+        """Yield ``(relative path, path)`` of every memory file, sorted.
+
+        Symlinks leading out of the workspace are skipped with a warning.
+        """
+        candidates: list[Path] = []
+        if self.memory_file.is_file():
+            candidates.append(self.memory_file)
+        if self.memory_dir.is_dir():
+            for dirpath, dirnames, filenames in os.walk(self.memory_dir, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for name in sorted(filenames):
+                    if name.lower().endswith(".md") and not name.startswith("."):
+                        candidates.append(Path(dirpath) / name)
+        for path in candidates:
+            rel = self.relative(path)
+            if path.is_symlink() and not path.resolve().is_relative_to(self.root):
+                if warnings is not None:
+                    warnings.append(f"{rel}: skipped, symlink leads outside the workspace")
+                continue
+            if not path.is_file():
+                continue
+            yield rel, path
