@@ -79,13 +79,18 @@ def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None
     return sha256_bytes(data)
 
 
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line."""
+def append_text(path: Path, text: str, *, header: str = "") -> None:
+    """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line.
+
+    ``header`` is written first when the file is missing or empty.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with lock_for(path):
         prefix = ""
-        if path.exists() and path.stat().st_size > 0:
+        if not path.exists() or path.stat().st_size == 0:
+            prefix = header
+        else:
             with path.open("rb") as handle:
                 handle.seek(-1, os.SEEK_END)
                 if handle.read(1) != b"\n":

@@ -1,0 +1,121 @@
+"""The memory engine facade: one object the CLI, the chat engine and the TUI talk to."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+from .chunker import ChunkParams
+from .embeddings import Embedder, count_tokens, count_tokens_batch
+from .index import MemoryIndex, Progress, SyncReport
+from .inject import Injection, InjectionOptions, build_injection
+from .search import SearchOptions, SearchResponse, search
+from .store import MemoryStore
+from .workspace import Workspace
+
+
+class MemoryEngine:
+    """Store, index, embeddings, search and injection over one workspace.
+
+    The embedding model loads lazily: until :meth:`load_model` has run (the TUI calls it in the
+    background after the first frame), searches run BM25-only and say so.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace | Path | str | None = None,
+        *,
+        embedder: Embedder | None = None,
+        search_options: SearchOptions = SearchOptions(),
+        injection_options: InjectionOptions = InjectionOptions(),
+        chunk_params: ChunkParams = ChunkParams(),
+    ) -> None:
+        self.workspace = (
+            workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
+        )
+        self.embedder = embedder or Embedder()
+        self.search_options = search_options
+        self.injection_options = injection_options
+        self.store = MemoryStore(self.workspace)
+        self.index = MemoryIndex(self.workspace, self.embedder, count_tokens_batch, chunk_params)
+        self._model_lock = threading.Lock()
+
+    @property
+    def notices(self) -> list[str]:
+        """Things the user should be told once (e.g. a corrupt index was rebuilt)."""
+        return self.index.notices
+
+    @property
+    def model_loaded(self) -> bool:
+        return self.embedder.loaded
+
+    def load_model(self) -> None:
+        """Load the embedding model (blocking; call it from a worker)."""
+        with self._model_lock:
+            self.embedder.load()
+
+    def sync(self, *, embed: bool | None = None, progress: Progress | None = None) -> SyncReport:
+        """Bring the index up to date with the files. Embeds only if the model is loaded (or ``embed``)."""
+        return self.index.sync(
+            embed=self.model_loaded if embed is None else embed, progress=progress
+        )
+
+    def sync_paths(self, rel_paths: list[str]) -> SyncReport:
+        """Re-sync the files a watcher saw change."""
+        return self.index.sync_paths(rel_paths, embed=self.model_loaded)
+
+    def reindex(self, *, progress: Progress | None = None) -> SyncReport:
+        """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""
+        return self.index.rebuild(embed=True, progress=progress)
+
+    def search(
+        self,
+        query: str,
+        options: SearchOptions | None = None,
+        *,
+        now: date | None = None,
+        **overrides: object,
+    ) -> SearchResponse:
+        """Hybrid search when the model is loaded, BM25-only before."""
+        opts = options or self.search_options
+        if overrides:
+            opts = replace(opts, **overrides)
+        query_vector = (
+            self.embedder.embed_query(query) if self.model_loaded and query.strip() else None
+        )
+        response = search(self.index, query, query_vector, opts, now=now)
+        pending = self.index.pending_embeddings() if response.mode == "hybrid" else 0
+        if pending:
+            response.notes.append(
+                f"{pending} chunks not embedded yet: their vector score is missing"
+            )
+        return response
+
+    def inject(
+        self, query: str, *, budget: int | None = None, now: date | None = None
+    ) -> Injection:
+        """The memory block for the next prompt and its report."""
+        options = (
+            self.injection_options
+            if budget is None
+            else replace(self.injection_options, budget_tokens=budget)
+        )
+        response = self.search(query, now=now) if query.strip() else None
+        results = response.results if response else []
+        injection = build_injection(self.store.read_memory().text, results, count_tokens, options)
+        if response is not None:
+            injection.report.notes.extend(response.notes)
+        return injection
+
+    def stats(self) -> dict[str, object]:
+        """Files, chunks, index size, model state."""
+        stats = self.index.stats()
+        stats["workspace"] = str(self.workspace.root)
+        stats["model"] = self.embedder.spec.name
+        stats["model_loaded"] = self.model_loaded
+        return stats
+
+    def close(self) -> None:
+        self.index.close()
