@@ -50,10 +50,14 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        """What is embedded and full-text indexed: the heading path gives the chunk its context."""
-        if self.heading and not self.text.lstrip().startswith("#"):
-            return f"{self.heading}\n{self.text}"
-        return self.text
+        """What is embedded and full-text indexed: the heading path gives the chunk its context.
+
+        A chunk that starts with its own heading only needs the parent headings in front.
+        """
+        context = self.heading
+        if self.text.lstrip().startswith("#"):
+            context = " > ".join(self.heading.split(" > ")[:-1])
+        return f"{context}\n{self.text}" if context else self.text
 
 
 @dataclass
@@ -288,9 +292,7 @@ def chunk_markdown(
                 group.pop(0)
         group.append(block)
         new_since_emit = True
+    if group and all(b.is_heading for b in group):
+        new_since_emit = True  # trailing headings with nothing under them still deserve a chunk
     emit()
-    # A file of headings only still deserves to be found.
-    if not chunks and group:
-        new_since_emit = True
-        emit()
     return chunks

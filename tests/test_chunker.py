@@ -1,0 +1,128 @@
+"""Chunker: Markdown structure, sizes that fit the model window, line ranges that cover the file."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui.engine.chunker import ChunkParams, chunk_markdown
+from tui.engine.embeddings import count_tokens_batch
+
+
+def chunks_of(text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkParams()):
+    return chunk_markdown(text, path, count_tokens_batch, params)
+
+
+def test_headings_split_sections_and_keep_their_path():
+    text = "# Memory\n\n## Pets\n- My dog is Max\n\n## Work\n- Uses pytest\n"
+    chunks = chunks_of(text)
+    assert [c.heading for c in chunks] == ["Memory > Pets", "Memory > Work"]
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 4)
+    assert (chunks[1].start_line, chunks[1].end_line) == (6, 7)
+    assert chunks[1].embed_text.startswith("Memory\n## Work")
+
+
+def test_bullets_are_never_split_and_chunks_fit_the_target():
+    bullets = [
+        f"- fact number {i} " + "word " * 40 + "\n  continued detail line" for i in range(30)
+    ]
+    text = "## Facts\n" + "\n".join(bullets) + "\n"
+    params = ChunkParams(target_tokens=200, overlap_tokens=32)
+    chunks = chunks_of(text, params=params)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert count_tokens_batch([chunk.text])[0] <= params.target_tokens + 2
+        # each chunk holds whole bullets: every "- fact" line is followed by its continuation
+        lines = chunk.text.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("- fact"):
+                assert i + 1 < len(lines) and lines[i + 1].startswith("  continued")
+
+
+def test_consecutive_chunks_overlap_by_whole_blocks():
+    text = "\n".join(f"- item {i} " + "alpha beta gamma " * 8 for i in range(40)) + "\n"
+    chunks = chunks_of(text, path="memory/2026-11-20.md")
+    assert len(chunks) >= 3
+    for first, second in zip(chunks, chunks[1:], strict=False):
+        assert second.start_line <= first.end_line  # overlap
+        assert second.start_line > first.start_line  # progress
+
+
+def test_oversized_single_line_is_split_by_words_within_the_window():
+    line = "- " + " ".join(f"token{i}" for i in range(2000))
+    chunks = chunks_of(line + "\n")
+    assert len(chunks) > 5
+    assert all(c.start_line == c.end_line == 1 for c in chunks)
+    assert all(count_tokens_batch([c.embed_text])[0] <= 254 for c in chunks)
+
+
+def test_cjk_line_without_spaces_is_split_by_characters():
+    chunks = chunks_of("我的狗叫旺财" * 200 + "\n")
+    assert len(chunks) > 1
+    assert all(count_tokens_batch([c.text])[0] <= 200 for c in chunks)
+
+
+def test_code_fences_keep_hash_lines_as_code():
+    text = "## Snippet\n```python\n# not a heading\nprint('x')\n```\n"
+    chunks = chunks_of(text)
+    assert len(chunks) == 1
+    assert chunks[0].heading == "Snippet"
+    assert "# not a heading" in chunks[0].text
+
+
+def test_dates_and_confidence_come_from_path_and_metadata():
+    daily = chunks_of("- went hiking\n", path="memory/2026/2026-11-03-trip.md")
+    assert daily[0].date == date(2026, 11, 3)
+    assert daily[0].confidence == "medium"
+    memory = chunks_of("- likes tea <!-- mem id=ab12 conf=medium src=auto at=2026-11-01 -->\n")
+    assert memory[0].date is None
+    assert memory[0].confidence == "medium"
+    assert memory[0].entry_ids == ("ab12",)
+    assert "<!--" not in memory[0].text
+    assert chunks_of("- hand-written line\n")[0].confidence == "high"
+
+
+def test_forgotten_and_superseded_lines_are_not_chunked():
+    text = (
+        "- my dog is Max <!-- mem id=1 state=superseded -->\n"
+        "- old secret <!-- mem id=2 state=forgotten -->\n"
+        "- my dog is Luna <!-- mem id=3 conf=high -->\n"
+    )
+    chunks = chunks_of(text)
+    assert len(chunks) == 1
+    assert (
+        "Luna" in chunks[0].text and "Max" not in chunks[0].text and "secret" not in chunks[0].text
+    )
+
+
+markdown_line = st.one_of(
+    st.just(""),
+    st.builds(
+        lambda lvl, t: "#" * lvl + " " + t,
+        st.integers(1, 4),
+        st.text("abc xyz", min_size=1, max_size=20),
+    ),
+    st.builds(lambda t: "- " + t, st.text("abcdef ghij 狗", min_size=1, max_size=120)),
+    st.builds(lambda t: "  " + t, st.text("abc def", min_size=1, max_size=60)),
+    st.text("abcdefgh ijk lmn", min_size=1, max_size=300),
+    st.just("```"),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(markdown_line, max_size=60))
+def test_chunks_cover_every_line_and_ranges_are_valid(lines):
+    text = "\n".join(lines)
+    params = ChunkParams(target_tokens=60, overlap_tokens=10)
+    chunks = chunks_of(text, params=params)
+    total = len(text.splitlines())
+    covered: set[int] = set()
+    for chunk in chunks:
+        assert 1 <= chunk.start_line <= chunk.end_line <= total
+        covered.update(range(chunk.start_line, chunk.end_line + 1))
+        assert chunk.text.strip()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            assert number in covered, f"line {number} {line!r} is in no chunk"
