@@ -11,3 +11,13 @@ def fake_openai() -> Iterator[FakeOpenAI]:
     """A started fake OpenAI server (empty queue, echo default); stopped after the test."""
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real embedding model, loaded once per test session."""
+    from tui.engine.embeddings import Embedder
+
+    model = Embedder()
+    model.load()
+    return model

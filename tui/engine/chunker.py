@@ -251,7 +251,8 @@ def chunk_markdown(
             return
         confidence = None
         ids: list[str] = []
-        for block in group:
+        content = [b for b in group if not b.is_heading] or group
+        for block in content:
             confidence = _max_confidence(confidence, block.confidence)
             ids.extend(i for i in block.entry_ids if i not in ids)
         chunks.append(

@@ -1,0 +1,328 @@
+"""Integration: real SQLite (FTS5 + sqlite-vec), the real ONNX model, a workspace in a temp dir."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tui.engine.chunker import ChunkParams
+from tui.engine.embeddings import Embedder
+from tui.engine.engine import MemoryEngine
+
+NOW = date(2026, 11, 22)
+
+MEMORY = """# Long-term Memory
+
+## Preferences
+- Prefers dark mode in every editor <!-- mem id=a1 conf=high src=user at=2026-11-01 -->
+- Writes Python with snake_case names and tests everything with pytest
+
+## Family
+- 我的狗叫旺财，它喜欢在公园散步
+"""
+
+DAILY = {
+    "memory/2026-11-20.md": "# 2026-11-20\n\n## Daily Summary\n- Planned a trip to Lisbon in March, looking at hotels in Alfama.\n",
+    "memory/2026-11-21.md": "# 2026-11-21\n\n## Daily Summary\n- Fixed a flaky test in watcher.py caused by a race condition.\n",
+    "memory/2025/2025-11-01-garden.md": "# 2025-11-01\n\n- Planted tulip bulbs in the garden; the zucchini harvest failed this year.\n",
+}
+
+
+def write_workspace(root: Path) -> Path:
+    (root / "memory" / "2025").mkdir(parents=True, exist_ok=True)
+    (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
+    for rel, text in DAILY.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def engine(tmp_path, embedder: Embedder):
+    eng = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=embedder)
+    eng.load_model()
+    eng.sync()
+    yield eng
+    eng.close()
+
+
+def test_semantic_query_finds_the_trip_with_a_consistent_breakdown(engine):
+    response = engine.search("holiday travel to Portugal", now=NOW, min_score=0.0)
+    assert response.mode == "hybrid"
+    top = response.results[0]
+    assert top.path == "memory/2026-11-20.md" and "Lisbon" in top.text
+    b = top.breakdown
+    assert b.vector is not None and 0 < b.vector <= 1
+    assert b.hybrid == pytest.approx(0.7 * b.vector + 0.3 * b.text)
+    assert b.decay == pytest.approx(0.5 ** (2 / 30))
+    assert top.score == pytest.approx(b.hybrid * (0.5 + 0.5 * b.decay) * b.confidence_weight)
+    assert top.location == f"memory/2026-11-20.md#L{top.start_line}-{top.end_line}"
+
+
+def test_exact_keyword_hit_survives_min_score(engine):
+    log = engine.workspace.root / "memory/2026-11-19.md"
+    log.write_text(
+        "- Long standup: discussed the quarterly roadmap, hiring two designers, the office move to the "
+        "third floor, lunch options, the holiday party budget, and the incident report for ticket "
+        "qx7-kestrel that still needs a reviewer.\n"
+    )
+    engine.sync()
+    # A min_score no hybrid score reaches: only the exact keyword hit may pass.
+    response = engine.search("qx7-kestrel", now=NOW, min_score=0.9)
+    assert len(response.results) == 1, "an exact keyword hit must not be filtered out by min_score"
+    hit = response.results[0]
+    assert "qx7-kestrel" in hit.text and hit.breakdown.keyword_hit
+    assert hit.breakdown.hybrid < 0.9
+
+
+def test_strong_old_match_is_still_reachable_and_decay_only_reorders(engine):
+    old = engine.search("tulip bulbs garden", now=NOW).results
+    assert old and old[0].path == "memory/2025/2025-11-01-garden.md"
+    assert old[0].breakdown.decay < 0.001
+    no_decay = engine.search("tulip bulbs garden", now=NOW, decay=False).results[0]
+    assert no_decay.breakdown.decay == 1.0 and no_decay.score > old[0].score
+
+
+def test_code_tokens_and_cjk(engine):
+    assert any("watcher.py" in r.text for r in engine.search("watcher.py", now=NOW).results)
+    assert any("snake_case" in r.text for r in engine.search("snake_case", now=NOW).results)
+    cjk = engine.search("旺财", now=NOW).results
+    assert cjk and "旺财" in cjk[0].text
+
+
+def test_bm25_only_until_the_model_is_loaded(tmp_path):
+    eng = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=Embedder())
+    try:
+        eng.sync()
+        assert not eng.model_loaded
+        response = eng.search("zucchini", now=NOW)
+        assert response.mode == "bm25" and response.results
+        assert response.results[0].breakdown.vector is None
+        assert any("BM25" in note for note in response.notes)
+        assert eng.index.pending_embeddings() > 0
+    finally:
+        eng.close()
+
+
+def test_incremental_sync_embeds_only_changed_text(engine):
+    again = engine.sync()
+    assert (again.files_changed, again.embedded) == (0, 0)
+    path = engine.workspace.root / "memory/2026-11-21.md"
+    path.write_text(path.read_text() + "\n## Evening\n- Reviewed the index design with Ana.\n")
+    report = engine.sync()
+    assert report.files_changed == 1
+    assert (
+        report.embedded == 1
+    )  # only the new section's chunk; the unchanged one comes from the cache
+    assert (
+        engine.search("index design review with Ana", now=NOW).results[0].path
+        == "memory/2026-11-21.md"
+    )
+
+
+def test_deleted_file_disappears(engine):
+    (engine.workspace.root / "memory/2026-11-20.md").unlink()
+    report = engine.sync()
+    assert report.files_removed == 1 and report.chunks_removed >= 1
+    assert all(
+        r.path != "memory/2026-11-20.md"
+        for r in engine.search("Lisbon hotels", now=NOW, min_score=0).results
+    )
+
+
+def test_confidence_breaks_ties(tmp_path, embedder):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_text(
+        "## A\n- The deploy key rotates every Friday <!-- mem id=m1 conf=medium src=auto -->\n\n"
+        "## B\n- The deploy key rotates every Friday <!-- mem id=h1 conf=high src=user -->\n"
+    )
+    eng = MemoryEngine(root, embedder=embedder)
+    eng.load_model()
+    eng.sync()
+    results = eng.search("when does the deploy key rotate", now=NOW, min_score=0).results
+    assert [r.breakdown.confidence for r in results[:2]] == ["high", "medium"]
+    eng.close()
+
+
+def test_threshold_mode_has_no_fixed_cap(tmp_path, embedder):
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    for day in range(1, 13):
+        (root / f"memory/2026-10-{day:02d}.md").write_text(
+            f"- Walked the dog Max in the park, day {day}.\n"
+        )
+    eng = MemoryEngine(root, embedder=embedder)
+    eng.load_model()
+    eng.sync()
+    capped = eng.search("walking my dog in the park", now=NOW, min_score=0)
+    unlimited = eng.search("walking my dog in the park", now=NOW, threshold=0.3)
+    assert len(capped.results) == 6
+    assert len(unlimited.results) == 12
+    assert all(r.breakdown.hybrid >= 0.3 or r.breakdown.keyword_hit for r in unlimited.results)
+    diverse = eng.search("walking my dog in the park", now=NOW, min_score=0, mmr=True)
+    assert len(diverse.results) == 6
+    eng.close()
+
+
+def test_forgotten_entries_never_surface_even_after_a_rebuild(engine):
+    memory = engine.workspace.memory_file
+    memory.write_text(
+        memory.read_text().replace(
+            "Prefers dark mode in every editor <!-- mem id=a1",
+            "Prefers dark mode in every editor <!-- mem id=a1 state=forgotten",
+        )
+    )
+    engine.sync()
+    assert all(
+        "dark mode" not in r.text
+        for r in engine.search("dark mode editor", now=NOW, min_score=0).results
+    )
+    engine.reindex()
+    assert all(
+        "dark mode" not in r.text
+        for r in engine.search("dark mode editor", now=NOW, min_score=0).results
+    )
+
+
+def test_corrupt_index_is_rebuilt_with_a_notice(tmp_path, embedder):
+    root = write_workspace(tmp_path / "ws")
+    (root / ".memdeck").mkdir()
+    (root / ".memdeck/index.db").write_bytes(b"this is not a database" * 100)
+    eng = MemoryEngine(root, embedder=embedder)
+    try:
+        assert any("unreadable" in n for n in eng.notices)
+        eng.sync()
+        assert eng.search("zucchini", now=NOW).results
+        assert list((root / ".memdeck").glob("index.db.corrupt-*"))
+    finally:
+        eng.close()
+
+
+class ExplodingEmbedder(Embedder):
+    """The real embedder, made to fail after a number of calls (a crash half-way through)."""
+
+    def __init__(self, fail_after: int) -> None:
+        super().__init__()
+        self.calls = 0
+        self.fail_after = fail_after
+
+    def embed(self, texts, progress=None):
+        self.calls += 1
+        if self.calls > self.fail_after:
+            raise RuntimeError("simulated crash during rebuild")
+        return super().embed(texts, progress)
+
+
+def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, embedder):
+    root = write_workspace(tmp_path / "ws")
+    eng = MemoryEngine(root, embedder=embedder)
+    eng.load_model()
+    eng.sync()
+    before = eng.stats()["chunks"]
+    eng.close()
+
+    crashing = MemoryEngine(
+        root, embedder=ExplodingEmbedder(fail_after=0), chunk_params=ChunkParams(24, 4)
+    )
+    with pytest.raises(RuntimeError):
+        crashing.sync(embed=True)
+    crashing.close()
+    assert not list((root / ".memdeck").glob("index.db.rebuild-*"))
+    survivor = MemoryEngine(root, embedder=embedder)
+    assert survivor.stats()["chunks"] == before
+    assert survivor.search("zucchini", now=NOW).results
+    survivor.close()
+
+    rebuilt = MemoryEngine(root, embedder=embedder, chunk_params=ChunkParams(24, 4))
+    rebuilt.load_model()
+    report = rebuilt.sync()
+    assert "chunker=md-v1:24/4" in rebuilt.stats()["fingerprint"]
+    assert report.files_changed == len(DAILY) + 1
+    assert (
+        rebuilt.search("holiday travel to Portugal", now=NOW, min_score=0).results[0].path
+        == "memory/2026-11-20.md"
+    )
+    rebuilt.close()
+
+
+def test_bad_files_are_skipped_with_warnings_and_never_modified(tmp_path, embedder):
+    root = write_workspace(tmp_path / "ws")
+    mem = root / "memory"
+    (mem / "empty.md").write_text("")
+    (mem / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 100)
+    with open(mem / "huge.md", "wb") as handle:
+        handle.write(b"- line of memory\n" * (50 * 1024 * 1024 // 17))
+    (mem / "latin1.md").write_bytes("- caf\xe9 cr\xe8me br\xfbl\xe9e recipe\n".encode("latin-1"))
+    (mem / "half.md").write_bytes(b"- complete line about kayaking\n- half-writ")
+    outside = tmp_path / "outside.md"
+    outside.write_text("- secret outside the workspace\n")
+    os.symlink(outside, mem / "escape.md")
+
+    def snapshot() -> dict[str, str]:
+        return {
+            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*")
+            if p.is_file() and ".memdeck" not in p.parts
+        }
+
+    before = snapshot()
+    eng = MemoryEngine(root, embedder=embedder)
+    eng.load_model()
+    report = eng.sync()
+    text = "\n".join(report.warnings)
+    for name in ("binary.md", "huge.md", "latin1.md", "escape.md"):
+        assert name in text, f"no warning naming {name}: {text}"
+    assert snapshot() == before
+    assert any("kayaking" in r.text for r in eng.search("kayaking", now=NOW).results)
+    assert any("recipe" in r.text for r in eng.search("recipe", now=NOW).results)
+    assert not any(
+        "secret" in r.text for r in eng.search("secret outside", now=NOW, min_score=0).results
+    )
+    eng.close()
+
+
+def test_searching_while_a_sync_writes(engine):
+    root = engine.workspace.root
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for i in range(15):
+                (root / f"memory/2026-10-{i + 1:02d}.md").write_text(
+                    f"- note {i} about sailing lessons\n"
+                )
+                engine.sync()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while thread.is_alive():
+        engine.search("sailing lessons", now=NOW)
+    thread.join()
+    assert not errors
+    assert len(engine.search("sailing lessons", now=NOW, threshold=0.0).results) >= 15
+
+
+def test_injection_respects_budget_and_reports_cuts(engine):
+    full = engine.inject("trip to Lisbon", now=NOW)
+    assert full.text.startswith("## Long-term Memory\n")
+    assert "## Relevant Memories\n- [memory/2026-11-20.md#L" in full.text
+    assert "<!--" not in full.text
+    assert full.report.tokens_used <= full.report.budget
+    assert not full.report.memory_truncated
+    assert any(item.reason == "already in Long-term Memory" for item in full.report.cut) or all(
+        item.kind == "relevant" and not item.location.startswith("MEMORY.md")
+        for item in full.report.included[1:]
+    )
+
+    tight = engine.inject("trip to Lisbon", budget=60, now=NOW)
+    assert tight.report.tokens_used <= 60
+    assert tight.report.memory_truncated
+    assert any("truncated" in note for note in tight.report.notes)
+    assert tight.report.cut
