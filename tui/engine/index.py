@@ -263,21 +263,36 @@ class MemoryIndex:
         return report
 
     def sync_file(self, rel: str, *, embed: bool = True) -> SyncReport:
-        """Re-index one file if its content hash changed."""
+        """Re-index one file if it changed: same size and mtime cost a stat, same hash a read."""
         report = SyncReport()
         path = self.workspace.root / rel
+        row = (
+            self._reader()
+            .execute("SELECT hash, mtime, size, warning FROM files WHERE path = ?", (rel,))
+            .fetchone()
+        )
         try:
             if path.is_symlink() and not path.resolve().is_relative_to(self.workspace.root):
                 report.warnings.append(f"{rel}: skipped, symlink leads outside the workspace")
+                return report
+            stat = path.stat()
+            if row and row[1] == stat.st_mtime and row[2] == stat.st_size:
+                report.warnings.extend([row[3]] if row[3] else [])
                 return report
             read = read_markdown(path)
         except OSError as exc:
             report.warnings.append(f"{rel}: unreadable ({exc.strerror or exc})")
             return report
-        if read.warning:
-            report.warnings.append(read.warning.replace(str(path), rel))
-        row = self._reader().execute("SELECT hash FROM files WHERE path = ?", (rel,)).fetchone()
+        warning = read.warning.replace(str(path), rel) if read.warning else None
+        if warning:
+            report.warnings.append(warning)
         if row and row[0] == read.content_hash:
+            if row[1] != read.mtime:
+                with self._write_lock, _transaction(self._writer) as conn:
+                    conn.execute(
+                        "UPDATE files SET mtime = ?, size = ? WHERE path = ?",
+                        (read.mtime, read.size, rel),
+                    )
             return report
         chunks = chunk_markdown(read.text, rel, self.count_tokens, self.params) if read.text else []
         with self._write_lock, _transaction(self._writer) as conn:
@@ -285,7 +300,7 @@ class MemoryIndex:
             new_ids = self._insert_chunks(conn, chunks)
             conn.execute(
                 "INSERT OR REPLACE INTO files(path, hash, mtime, size, warning) VALUES (?, ?, ?, ?, ?)",
-                (rel, read.content_hash, read.mtime, read.size, read.warning),
+                (rel, read.content_hash, read.mtime, read.size, warning),
             )
         self.mirror.remove(removed)
         report.files_changed = 1
