@@ -1,0 +1,59 @@
+"""What every memory panel shares: the engine, a fixed "now" for tests, error display, formatting."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState
+
+from tui.engine.engine import MemoryEngine
+
+
+def format_score(value: float | None) -> str:
+    """A 0..1 score as ``.82`` (``1.00`` at the top, ``—`` when there is none)."""
+    if value is None:
+        return "—"
+    if value >= 0.995:
+        return "1.00"
+    return f"{value:.2f}".removeprefix("0")
+
+
+def format_source(path: str, start_line: int, end_line: int) -> str:
+    """A chunk's source as ``path:Lstart-Lend``."""
+    return f"{path}:L{start_line}-{end_line}"
+
+
+class EnginePanel(Widget):
+    """A panel that asks the memory engine through thread workers and shows the answers.
+
+    Subclasses set ``HELP`` (shown by F1) and implement :meth:`index_changed`.
+    """
+
+    HELP = ""
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        now: date | None = None,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """``now`` pins "today" (decay, fixed-date tests); None means the real date at each call."""
+        super().__init__(name=name, id=id, classes=classes)
+        self.engine = engine
+        self.now = now
+
+    def index_changed(self, paths: list[str]) -> None:
+        """Memory files changed (``paths``, workspace-relative; empty means "anything"): refresh."""
+
+    def show_error(self, message: str) -> None:
+        """Show a worker failure in the panel (the default notifies)."""
+        self.notify(message, title="memory", severity="error")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Engine calls run in workers with ``exit_on_error=False``: surface their errors here."""
+        if event.state == WorkerState.ERROR and event.worker.node is self:
+            self.show_error(f"{event.worker.name}: {event.worker.error}")

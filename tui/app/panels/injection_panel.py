@@ -1,0 +1,180 @@
+"""Injection preview: the exact memory block the next message will carry, live as the user types."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.timer import Timer
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from tui.app.messages import InjectionReady
+from tui.app.panels.base import EnginePanel, format_score
+from tui.engine.engine import MemoryEngine
+from tui.engine.inject import Injection, InjectionReport
+
+#: Keystrokes closer together than this are coalesced into one preview.
+PREVIEW_DEBOUNCE_S = 0.12
+
+
+def render_block(text: str) -> Text:
+    """The injected block as plain text, its ``##`` headings and ``[path#L..]`` sources styled."""
+    rendered = Text(no_wrap=False)
+    for number, line in enumerate(text.splitlines()):
+        if number:
+            rendered.append("\n")
+        if line.startswith("## "):
+            rendered.append(line, style="bold")
+        elif line.startswith("- [") and "] " in line:
+            source, rest = line[2:].split("] ", 1)
+            rendered.append("- ")
+            rendered.append(source + "]", style="dim")
+            rendered.append(" " + rest)
+        else:
+            rendered.append(line)
+    return rendered
+
+
+def describe_budget(report: InjectionReport) -> Text:
+    """``812 / 2000 tokens · 3 included · 1 cut``."""
+    summary = Text()
+    summary.append(f"{report.tokens_used} / {report.budget} tokens", style="bold")
+    relevant = sum(1 for item in report.included if item.kind == "relevant")
+    summary.append(f" · {relevant} relevant included · {len(report.cut)} cut", style="dim")
+    return summary
+
+
+def describe_cuts(report: InjectionReport) -> Text:
+    """What was left out and why, then the builder's and the search's notes."""
+    lines = Text()
+    for item in report.cut:
+        if lines:
+            lines.append("\n")
+        lines.append("✂ ", style="bold")
+        lines.append(item.location)
+        if item.score is not None:
+            lines.append(f" ({format_score(item.score)})", style="dim")
+        lines.append(f" — {item.reason}")
+    for note in report.notes:
+        if lines:
+            lines.append("\n")
+        lines.append("ℹ " + note, style="italic")
+    return lines
+
+
+class InjectionPanel(EnginePanel):
+    """Shows what ``engine.inject(draft)`` would put in the system prompt, with its budget report.
+
+    Call :meth:`preview` on every keystroke of the chat input; it debounces and runs the engine in
+    an exclusive thread worker, so only the latest draft's block is shown.
+    """
+
+    HELP = """\
+## Inject
+
+The memory block that will be added to the system prompt of the **next** message,
+updated as you type (long-term memory first, then relevant memories found for your draft).
+
+- The first line shows tokens used / budget.
+- Below the block: what was cut and why (over budget, already included, MEMORY.md truncated),
+  and notes such as "BM25 only" while the embedding model loads.
+"""
+
+    DEFAULT_CSS = """
+    InjectionPanel {
+        layout: vertical;
+        height: 1fr;
+    }
+    InjectionPanel #inject-budget {
+        height: 1;
+        padding: 0 1;
+        background: $boost;
+    }
+    InjectionPanel #inject-block-scroll {
+        height: 1fr;
+        padding: 0 1;
+    }
+    InjectionPanel #inject-cuts {
+        height: auto;
+        max-height: 40%;
+        padding: 0 1;
+        border-top: solid $primary-background;
+        color: $text-muted;
+    }
+    InjectionPanel #inject-cuts.-empty {
+        display: none;
+    }
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        budget: int | None = None,
+        now: date | None = None,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """``budget`` overrides the engine's token budget (None: the configured one)."""
+        super().__init__(engine, now=now, name=name, id=id, classes=classes)
+        self.budget = budget
+        self.draft = ""
+        self.injection: Injection | None = None
+        self._generation = 0
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("building…", id="inject-budget")
+        with VerticalScroll(id="inject-block-scroll"):
+            yield Static("", id="inject-block")
+        yield Static("", id="inject-cuts", classes="-empty")
+
+    def on_mount(self) -> None:
+        self._start_preview()
+
+    def preview(self, draft: str) -> None:
+        """The chat draft changed: rebuild the preview once typing pauses."""
+        self.draft = draft
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(PREVIEW_DEBOUNCE_S, self._start_preview)
+
+    def index_changed(self, paths: list[str]) -> None:
+        """Memory changed: rebuild the preview for the current draft."""
+        self._start_preview()
+
+    def _start_preview(self) -> None:
+        self._debounce = None
+        self._generation += 1
+        self._build_injection(self.draft, self._generation)
+
+    @work(thread=True, exclusive=True, group="injection-preview", exit_on_error=False)
+    def _build_injection(self, draft: str, generation: int) -> None:
+        injection = self.engine.inject(draft, budget=self.budget, now=self.now)
+        if not get_current_worker().is_cancelled:
+            self.post_message(InjectionReady(draft, generation, injection))
+
+    @on(InjectionReady)
+    def _show_injection(self, message: InjectionReady) -> None:
+        if message.generation != self._generation:
+            return  # a newer draft is on its way
+        self.injection = message.injection
+        report = message.injection.report
+        self.query_one("#inject-budget", Static).update(describe_budget(report))
+        block = (
+            message.injection.text
+            or "(nothing to inject: MEMORY.md is empty and no memory matched)"
+        )
+        self.query_one("#inject-block", Static).update(render_block(block))
+        cuts = describe_cuts(report)
+        cuts_widget = self.query_one("#inject-cuts", Static)
+        cuts_widget.update(cuts)
+        cuts_widget.set_class(not cuts, "-empty")
+
+    def show_error(self, message: str) -> None:
+        self.query_one("#inject-budget", Static).update(Text(message, style="bold red"))

@@ -1,0 +1,150 @@
+"""The question asked when MEMORY.md changed on disk while the editor has unsaved edits."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+ConflictChoice = Literal["mine", "theirs", "later"]
+
+
+def render_diff(disk_text: str, buffer_text: str) -> Text:
+    """A unified diff from the file on disk to the editor's buffer, coloured by line kind."""
+    diff = difflib.unified_diff(
+        disk_text.splitlines(),
+        buffer_text.splitlines(),
+        fromfile="MEMORY.md on disk",
+        tofile="your unsaved buffer",
+        lineterm="",
+    )
+    rendered = Text()
+    for number, line in enumerate(diff):
+        if number:
+            rendered.append("\n")
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = "dim"
+        rendered.append(line, style=style)
+    return rendered or Text("(no differences)", style="dim")
+
+
+class MemoryConflictScreen(ModalScreen[ConflictChoice]):
+    """Keep my buffer, load the file from disk, or look at the diff first. Nothing is lost silently.
+
+    Dismisses with ``"mine"``, ``"theirs"`` or ``"later"`` (escape: decide later; the buffer stays
+    unsaved and the next save asks again).
+    """
+
+    HELP = """\
+## MEMORY.md changed on disk
+
+Someone (another editor, or the assistant) changed MEMORY.md while you had unsaved edits.
+
+- **Keep mine**: keep your buffer; saving will replace the file on disk with it.
+- **Load theirs**: replace your buffer with the file on disk (your edits are dropped).
+- **Show diff**: compare the two first.
+- **Escape**: decide later; nothing is saved or reloaded.
+"""
+
+    BINDINGS = [
+        Binding("escape", "decide_later", "Later", id="memory_conflict.later"),
+        Binding("d", "toggle_diff", "Diff", id="memory_conflict.diff"),
+    ]
+
+    DEFAULT_CSS = """
+    MemoryConflictScreen {
+        align: center middle;
+    }
+    MemoryConflictScreen > #conflict-dialog {
+        width: 90%;
+        max-width: 100;
+        height: auto;
+        max-height: 90%;
+        border: thick $warning;
+        background: $surface;
+        padding: 1 2;
+    }
+    MemoryConflictScreen #conflict-question {
+        height: auto;
+        margin-bottom: 1;
+    }
+    MemoryConflictScreen #conflict-diff-scroll {
+        height: auto;
+        max-height: 20;
+        border: round $primary-background;
+        display: none;
+    }
+    MemoryConflictScreen #conflict-diff-scroll.-shown {
+        display: block;
+    }
+    MemoryConflictScreen #conflict-buttons {
+        height: auto;
+        align-horizontal: right;
+    }
+    MemoryConflictScreen #conflict-buttons Button {
+        margin-left: 1;
+    }
+    """
+
+    def __init__(self, disk_text: str, buffer_text: str, *, while_saving: bool = False) -> None:
+        """``while_saving``: the question comes from a refused save rather than a change seen on disk."""
+        super().__init__()
+        self.disk_text = disk_text
+        self.buffer_text = buffer_text
+        self.while_saving = while_saving
+
+    def compose(self) -> ComposeResult:
+        question = (
+            "MEMORY.md changed on disk since you opened it, so your save was not written."
+            if self.while_saving
+            else "MEMORY.md changed on disk, and you have unsaved edits."
+        )
+        with Vertical(id="conflict-dialog"):
+            yield Static(
+                Text.assemble((question, "bold"), "\nWhich version do you want to keep?"),
+                id="conflict-question",
+            )
+            with VerticalScroll(id="conflict-diff-scroll"):
+                yield Static(render_diff(self.disk_text, self.buffer_text), id="conflict-diff")
+            with Horizontal(id="conflict-buttons"):
+                yield Button("Show diff", id="conflict-diff-button")
+                yield Button("Load theirs", id="conflict-theirs", variant="warning")
+                yield Button("Keep mine", id="conflict-mine", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#conflict-mine", Button).focus()
+
+    @on(Button.Pressed, "#conflict-mine")
+    def action_keep_mine(self) -> None:
+        self.dismiss("mine")
+
+    @on(Button.Pressed, "#conflict-theirs")
+    def action_load_theirs(self) -> None:
+        self.dismiss("theirs")
+
+    @on(Button.Pressed, "#conflict-diff-button")
+    def action_toggle_diff(self) -> None:
+        diff = self.query_one("#conflict-diff-scroll")
+        diff.toggle_class("-shown")
+        shown = diff.has_class("-shown")
+        self.query_one("#conflict-diff-button", Button).label = (
+            "Hide diff" if shown else "Show diff"
+        )
+
+    def action_decide_later(self) -> None:
+        self.dismiss("later")

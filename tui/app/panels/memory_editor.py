@@ -1,0 +1,238 @@
+"""MEMORY.md editor: save writes atomically and re-indexes; outside edits never clobber, nor get clobbered."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Static, TextArea
+
+from tui.app.messages import IndexChanged, MemoryFileRead, MemorySaveFinished
+from tui.app.panels.base import EnginePanel
+from tui.app.panels.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
+from tui.engine.engine import MemoryEngine
+from tui.engine.fileio import ConcurrentEditError
+from tui.engine.store import MemoryFileState
+from tui.engine.workspace import MEMORY_FILE
+
+
+def markdown_highlighting_available() -> bool:
+    """True when tree-sitter and its Markdown grammar are installed (``textual[syntax]``)."""
+    return find_spec("tree_sitter") is not None and find_spec("tree_sitter_markdown") is not None
+
+
+class MemoryEditor(EnginePanel):
+    """Edits MEMORY.md in a TextArea.
+
+    - ``ctrl+s`` saves through ``engine.store.save_memory_text`` (atomic, refused if the file
+      changed since it was read), then re-syncs MEMORY.md and posts :class:`IndexChanged`.
+    - :meth:`file_changed_on_disk` (the watcher, a flush, a tool call) re-reads the file: a clean
+      buffer follows it; a dirty one asks the user (:class:`MemoryConflictScreen`). A refused save
+      asks the same question.
+    """
+
+    HELP = """\
+## MEMORY.md
+
+Long-term memory, edited in place. **ctrl+s** saves (atomically) and the search index follows.
+
+If the file changes outside the app (your own editor, or the assistant saving a memory):
+- with no unsaved edits here, the buffer reloads;
+- with unsaved edits, you are asked: keep mine, load theirs, or look at the diff.
+Nothing is ever overwritten without asking.
+
+Metadata comments (`<!-- mem id=… conf=… -->`) are part of the file: keep them to keep an
+entry's confidence and history.
+"""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="memory_editor.save", tooltip="Save MEMORY.md"),
+    ]
+
+    DEFAULT_CSS = """
+    MemoryEditor {
+        layout: vertical;
+        height: 1fr;
+    }
+    MemoryEditor #memory-status {
+        height: 1;
+        padding: 0 1;
+        background: $boost;
+    }
+    MemoryEditor #memory-text {
+        height: 1fr;
+        border: none;
+        padding: 0;
+    }
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(engine, name=name, id=id, classes=classes)
+        #: The file as it was when the buffer was last loaded from or saved to disk.
+        self.base: MemoryFileState | None = None
+        self._pending_disk: MemoryFileState | None = None
+        self._asking = False
+        self._saving = False
+        self._recheck_after_save = False
+        self._status = ("loading…", False)
+
+    def compose(self) -> ComposeResult:
+        yield Static("loading…", id="memory-status")
+        yield TextArea(
+            "",
+            id="memory-text",
+            language="markdown" if markdown_highlighting_available() else None,
+            soft_wrap=True,
+            show_line_numbers=True,
+            tab_behavior="indent",
+        )
+
+    def on_mount(self) -> None:
+        self._read_file("load")
+
+    @property
+    def text_area(self) -> TextArea:
+        return self.query_one("#memory-text", TextArea)
+
+    @property
+    def is_dirty(self) -> bool:
+        """True when the buffer has edits that are not on disk."""
+        return self.base is not None and self.text_area.text != self.base.text
+
+    def file_changed_on_disk(self) -> None:
+        """MEMORY.md may have changed outside the editor: re-read it and follow or ask."""
+        self._read_file("disk-change")
+
+    def index_changed(self, paths: list[str]) -> None:
+        """Check the file again when MEMORY.md is among the changed paths (or anything may be)."""
+        if not paths or MEMORY_FILE in paths:
+            self.file_changed_on_disk()
+
+    def action_save(self) -> None:
+        """Save the buffer (atomically; refused and asked about if the file changed on disk)."""
+        if self.base is None or self._saving:
+            return
+        self._saving = True
+        self._set_status("saving…")
+        self._save(self.text_area.text, self.base.content_hash)
+
+    # -- workers --
+
+    @work(thread=True, exclusive=True, group="memory-read", exit_on_error=False)
+    def _read_file(self, reason: str) -> None:
+        self.post_message(MemoryFileRead(self.engine.store.read_memory(), reason))
+
+    @work(thread=True, exclusive=True, group="memory-save", exit_on_error=False)
+    def _save(self, text: str, expected_hash: str) -> None:
+        try:
+            new_hash = self.engine.store.save_memory_text(text, expected_hash)
+        except ConcurrentEditError:
+            self.post_message(
+                MemorySaveFinished(text, None, conflict=self.engine.store.read_memory())
+            )
+            return
+        report = self.engine.sync_paths([MEMORY_FILE])
+        self.post_message(MemorySaveFinished(text, new_hash, report))
+
+    # -- results --
+
+    @on(MemoryFileRead)
+    def _file_read(self, message: MemoryFileRead) -> None:
+        disk = message.state
+        if self._saving:
+            # Our own write may be what changed the file: decide once the save has finished.
+            self._recheck_after_save = True
+            return
+        if self.base is None:
+            self._load_buffer(disk, "loaded")
+            return
+        if disk.content_hash == self.base.content_hash:
+            return  # our own save coming back through the watcher, or nothing changed
+        if not self.is_dirty:
+            self._load_buffer(disk, "reloaded: changed on disk")
+            return
+        self._pending_disk = disk
+        self._set_status("changed on disk — unsaved edits here", warning=True)
+        self._ask(while_saving=False)
+
+    @on(MemorySaveFinished)
+    def _save_finished(self, message: MemorySaveFinished) -> None:
+        self._saving = False
+        if self._recheck_after_save:
+            self._recheck_after_save = False
+            self.file_changed_on_disk()
+        if message.conflict is not None:
+            self._pending_disk = message.conflict
+            self._set_status("not saved: changed on disk", warning=True)
+            self._ask(while_saving=True)
+            return
+        assert message.new_hash is not None
+        self.base = MemoryFileState(message.saved_text, message.new_hash)
+        self._set_status("saved")
+        self.post_message(IndexChanged([MEMORY_FILE], "editor", message.report))
+
+    @on(TextArea.Changed, "#memory-text")
+    def _buffer_changed(self) -> None:
+        status, warning = self._status
+        self._set_status(status, warning=warning)
+
+    # -- helpers --
+
+    def _load_buffer(self, state: MemoryFileState, status: str) -> None:
+        area = self.text_area
+        cursor = area.cursor_location
+        area.load_text(state.text)
+        last_row = max(0, area.document.line_count - 1)
+        area.move_cursor((min(cursor[0], last_row), cursor[1]))
+        self.base = state
+        self._pending_disk = None
+        self._set_status(status)
+
+    def _ask(self, *, while_saving: bool) -> None:
+        if self._asking or self._pending_disk is None:
+            return  # one question at a time; the answer uses the newest disk state
+        self._asking = True
+        screen = MemoryConflictScreen(
+            self._pending_disk.text, self.text_area.text, while_saving=while_saving
+        )
+        self.app.push_screen(screen, lambda choice: self._resolve(choice, while_saving))
+
+    def _resolve(self, choice: ConflictChoice | None, while_saving: bool) -> None:
+        self._asking = False
+        disk = self._pending_disk
+        if disk is None:
+            return
+        if choice == "theirs":
+            self._load_buffer(disk, "loaded the version on disk")
+        elif choice == "mine":
+            # The user has seen the disk version and chose theirs to be replaced: adopt its hash
+            # so the next save goes through (and save right away if they were saving).
+            self.base = disk
+            self._pending_disk = None
+            self._set_status("kept your edits")
+            if while_saving:
+                self.action_save()
+        else:
+            self._set_status("changed on disk — unsaved edits here (save to decide)", warning=True)
+
+    def _set_status(self, status: str, *, warning: bool = False) -> None:
+        self._status = (status, warning)
+        line = Text(MEMORY_FILE, style="bold")
+        if self.is_dirty:
+            line.append(" ● modified", style="bold yellow")
+        line.append(f" · {status}", style="bold red" if warning else "dim")
+        self.query_one("#memory-status", Static).update(line)
+
+    def show_error(self, message: str) -> None:
+        self._saving = False
+        self._set_status(message, warning=True)

@@ -1,0 +1,203 @@
+"""The tabbed memory side of the main screen: Inject, Search, Daily, MEMORY.md and Stats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime
+
+from textual import on
+from textual.app import ComposeResult
+from textual.signal import Signal
+from textual.widget import Widget
+from textual.widgets import TabbedContent, TabPane
+
+from tui.app.messages import IndexChanged, WorkspaceChanged
+from tui.app.panels.base import EnginePanel
+from tui.app.panels.daily_tree import DailyTree
+from tui.app.panels.injection_panel import InjectionPanel
+from tui.app.panels.memory_editor import MemoryEditor
+from tui.app.panels.search_panel import SearchPanel
+from tui.app.panels.stats_panel import StatsPanel
+from tui.engine.engine import MemoryEngine
+from tui.engine.index import SyncReport
+
+#: Tab pane ids, in display order, with their titles.
+TABS = {
+    "inject": "Inject",
+    "search": "Search",
+    "daily": "Daily",
+    "memory": "MEMORY.md",
+    "stats": "Stats",
+}
+
+
+def describe_sync(report: SyncReport | None) -> str:
+    """``2 files re-indexed, +5/-3 chunks, 5 embedded`` (what a sync did, for the activity log)."""
+    if report is None:
+        return "no report"
+    parts = [f"{report.files_changed} file(s) re-indexed"]
+    if report.files_removed:
+        parts.append(f"{report.files_removed} removed")
+    parts.append(f"+{report.chunks_added}/-{report.chunks_removed} chunks")
+    if report.embedded or report.cache_hits:
+        parts.append(f"{report.embedded} embedded, {report.cache_hits} from cache")
+    parts.extend(f"warning: {warning}" for warning in report.warnings)
+    return ", ".join(parts)
+
+
+class MemoryPanels(Widget):
+    """The five memory panels in a TabbedContent, refreshed together when memory changes.
+
+    Everything that changes memory ends in :meth:`index_changed`, which publishes
+    :attr:`index_signal`; each panel is subscribed and refreshes itself through its own worker.
+    The watcher's :class:`WorkspaceChanged` and the editor's :class:`IndexChanged` messages are
+    handled here (IndexChanged keeps bubbling, so the app can update its header too).
+    """
+
+    HELP = """\
+## Memory panels
+
+- **Inject**: what the next message will inject, live as you type.
+- **Search**: query memory and see why each result surfaced.
+- **Daily**: daily logs by month and date.
+- **MEMORY.md**: edit long-term memory (ctrl+s saves).
+- **Stats**: index, model, flushes and activity.
+"""
+
+    DEFAULT_CSS = """
+    MemoryPanels {
+        height: 1fr;
+    }
+    MemoryPanels > TabbedContent {
+        height: 1fr;
+    }
+    MemoryPanels > TabbedContent > ContentSwitcher {
+        height: 1fr;
+    }
+    MemoryPanels TabPane {
+        padding: 0;
+        height: 1fr;
+    }
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        now: date | None = None,
+        budget: int | None = None,
+        clock: Callable[[], datetime] = datetime.now,
+        initial: str = "inject",
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """``now`` pins "today" for scoring (tests); ``clock`` stamps log lines; ``initial`` is a tab id."""
+        super().__init__(name=name, id=id, classes=classes)
+        self.engine = engine
+        self.index_signal: Signal[list[str]] = Signal(self, "index-changed")
+        self._now = now
+        self._budget = budget
+        self._clock = clock
+        self._initial = initial
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial=self._initial):
+            with TabPane(TABS["inject"], id="inject"):
+                yield InjectionPanel(self.engine, budget=self._budget, now=self._now)
+            with TabPane(TABS["search"], id="search"):
+                yield SearchPanel(self.engine, now=self._now)
+            with TabPane(TABS["daily"], id="daily"):
+                yield DailyTree(self.engine)
+            with TabPane(TABS["memory"], id="memory"):
+                yield MemoryEditor(self.engine)
+            with TabPane(TABS["stats"], id="stats"):
+                yield StatsPanel(self.engine, clock=self._clock)
+
+    def on_mount(self) -> None:
+        for panel in self.query(EnginePanel):
+            self.index_signal.subscribe(panel, panel.index_changed)
+
+    # -- the panels --
+
+    @property
+    def injection_panel(self) -> InjectionPanel:
+        return self.query_one(InjectionPanel)
+
+    @property
+    def search_panel(self) -> SearchPanel:
+        return self.query_one(SearchPanel)
+
+    @property
+    def daily_tree(self) -> DailyTree:
+        return self.query_one(DailyTree)
+
+    @property
+    def memory_editor(self) -> MemoryEditor:
+        return self.query_one(MemoryEditor)
+
+    @property
+    def stats_panel(self) -> StatsPanel:
+        return self.query_one(StatsPanel)
+
+    # -- what the app calls --
+
+    def show_tab(self, tab_id: str) -> None:
+        """Switch to a pane: ``inject``, ``search``, ``daily``, ``memory`` or ``stats``."""
+        self.query_one(TabbedContent).active = tab_id
+
+    def preview(self, draft: str) -> None:
+        """The chat draft changed (every keystroke): update the injection preview."""
+        self.injection_panel.preview(draft)
+
+    def explain(self, query: str) -> None:
+        """ "Why did this surface?": show the Search tab with ``query`` searched."""
+        self.show_tab("search")
+        self.search_panel.set_query(query)
+
+    def index_changed(self, paths: list[str]) -> None:
+        """Memory files changed and the index follows: every panel refreshes itself.
+
+        ``paths`` are workspace-relative; an empty list means any file may have changed.
+        """
+        self.index_signal.publish(list(paths))
+
+    def workspace_changed_on_disk(
+        self, paths: list[str], report: SyncReport | None = None, *, rescanned: bool = False
+    ) -> None:
+        """The watcher re-synced ``paths`` after an outside change: log it and refresh."""
+        what = "workspace rescanned" if rescanned else ", ".join(paths)
+        self.log_event(f"changed on disk: {what} — {describe_sync(report)}")
+        self.index_changed([] if rescanned else paths)
+
+    def set_model_state(self, state: str) -> None:
+        """``loading``, ``loaded``, ``failed`` or ``none``; once loaded, search turns hybrid."""
+        self.stats_panel.set_model_state(state)
+        self.log_event(f"embedding model: {state}")
+        if state == "loaded":
+            self.index_changed([])
+
+    def record_flush(self, trigger: str, outcome: str) -> None:
+        """A flush ran (see :meth:`StatsPanel.record_flush`)."""
+        self.stats_panel.record_flush(trigger, outcome)
+
+    def log_event(self, text: str) -> None:
+        """A line in the Stats activity log."""
+        self.stats_panel.log_event(text)
+
+    # -- messages --
+
+    @on(WorkspaceChanged)
+    def _workspace_changed(self, message: WorkspaceChanged) -> None:
+        message.stop()
+        if message.error:
+            self.log_event(f"re-sync failed: {message.error}")
+            return
+        self.workspace_changed_on_disk(message.paths, message.report, rescanned=message.rescanned)
+
+    @on(IndexChanged)
+    def _index_changed(self, message: IndexChanged) -> None:
+        self.log_event(
+            f"{message.source}: {', '.join(message.paths)} — {describe_sync(message.report)}"
+        )
+        self.index_changed(message.paths)

@@ -1,0 +1,285 @@
+"""Search panel: a query box, results with their score breakdown, and the chunk in its file."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.timer import Timer
+from textual.widgets import DataTable, Input, Static
+from textual.worker import get_current_worker
+
+from tui.app.messages import ChunkContextReady, SearchReady
+from tui.app.panels.base import EnginePanel, format_score, format_source
+from tui.engine.engine import MemoryEngine
+from tui.engine.search import SearchResponse, SearchResult
+from tui.engine.workspace import WorkspaceError
+
+#: Typing in the query box searches once typing pauses this long.
+SEARCH_DEBOUNCE_S = 0.25
+#: Lines of file context shown above and below a selected chunk.
+CONTEXT_LINES = 3
+
+COLUMNS = ("score", "vector", "text (bm25)", "decay", "conf", "source")
+
+
+def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
+    """The table cells of a result, in :data:`COLUMNS` order."""
+    b = result.breakdown
+    text = format_score(b.text) + (f" ({b.bm25:.1f})" if b.bm25 is not None else "")
+    return (
+        format_score(result.score),
+        format_score(b.vector),
+        text,
+        format_score(b.decay),
+        b.confidence,
+        format_source(result.path, result.start_line, result.end_line),
+    )
+
+
+def describe_mode(response: SearchResponse, model_loaded: bool) -> Text:
+    """``hybrid · 4 results`` or ``BM25 only — model loading · 2 results``."""
+    if response.mode == "hybrid":
+        mode = Text("hybrid", style="bold green")
+    elif not model_loaded:
+        mode = Text("BM25 only — model loading", style="bold yellow")
+    else:
+        mode = Text("BM25 only — no vectors yet", style="bold yellow")
+    count = len(response.results)
+    return Text.assemble(mode, (f" · {count} result{'s' if count != 1 else ''}", "dim"))
+
+
+def render_context(
+    first_line: int, lines: list[str], start_line: int, end_line: int, width: int = 4
+) -> Text:
+    """File lines with a line-number gutter; the chunk's lines ``start..end`` highlighted."""
+    rendered = Text()
+    for offset, line in enumerate(lines):
+        number = first_line + offset
+        inside = start_line <= number <= end_line
+        if offset:
+            rendered.append("\n")
+        rendered.append(f"{number:>{width}} ", style="bold" if inside else "dim")
+        rendered.append("▌" if inside else " ", style="bold")
+        rendered.append(line, style="" if inside else "dim")
+    return rendered
+
+
+class SearchPanel(EnginePanel):
+    """Searches memory and shows why each result surfaced.
+
+    :meth:`set_query` fills the box and searches at once (the app's "why did this surface?" key
+    passes the last user message). Highlighting a row shows the chunk in its file.
+    """
+
+    HELP = """\
+## Search
+
+Type a query: results are ranked as the assistant would see them.
+
+| column | meaning |
+|---|---|
+| score | final score (hybrid × decay × confidence) |
+| vector | cosine similarity (— while the embedding model loads) |
+| text (bm25) | full-text score 0..1 (raw FTS5 bm25 rank) |
+| decay | recency factor of daily logs (MEMORY.md is evergreen) |
+| conf | confidence of the entry |
+| source | file and lines |
+
+Move through the rows to see each chunk highlighted in its file.
+"""
+
+    BINDINGS = [
+        Binding(
+            "ctrl+l",
+            "focus_query",
+            "Query",
+            id="search_panel.focus_query",
+            tooltip="Focus the search box",
+            show=False,
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    SearchPanel {
+        layout: vertical;
+        height: 1fr;
+    }
+    SearchPanel #search-query {
+        margin: 0 0;
+    }
+    SearchPanel #search-mode {
+        height: 1;
+        padding: 0 1;
+    }
+    SearchPanel #search-results {
+        height: auto;
+        max-height: 45%;
+    }
+    SearchPanel #search-context-title {
+        height: 1;
+        padding: 0 1;
+        background: $boost;
+    }
+    SearchPanel #search-context-scroll {
+        height: 1fr;
+    }
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        now: date | None = None,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(engine, now=now, name=name, id=id, classes=classes)
+        self.response: SearchResponse | None = None
+        self._generation = 0
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="search memory…", id="search-query")
+        yield Static("type a query", id="search-mode")
+        table: DataTable[str] = DataTable(
+            id="search-results", cursor_type="row", zebra_stripes=True
+        )
+        table.add_columns(*COLUMNS)
+        yield table
+        yield Static("", id="search-context-title")
+        with VerticalScroll(id="search-context-scroll"):
+            yield Static("", id="search-context")
+
+    @property
+    def query_text(self) -> str:
+        """The query in the box."""
+        return self.query_one("#search-query", Input).value
+
+    def set_query(self, text: str) -> None:
+        """Put ``text`` in the query box and search now."""
+        query_input = self.query_one("#search-query", Input)
+        with query_input.prevent(Input.Changed):
+            query_input.value = text
+        self.run_search()
+
+    def run_search(self) -> None:
+        """Search for the query in the box now (cancels a pending or running search)."""
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+        self._generation += 1
+        self._search(self.query_text, self._generation)
+
+    def index_changed(self, paths: list[str]) -> None:
+        """Memory changed: re-run the current query so scores and lines follow."""
+        if self.query_text.strip():
+            self.run_search()
+
+    def action_focus_query(self) -> None:
+        self.query_one("#search-query", Input).focus()
+
+    @on(Input.Changed, "#search-query")
+    def _query_edited(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, self.run_search)
+
+    @on(Input.Submitted, "#search-query")
+    def _query_submitted(self) -> None:
+        self.run_search()
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search(self, query: str, generation: int) -> None:
+        response = self.engine.search(query, now=self.now)
+        if not get_current_worker().is_cancelled:
+            self.post_message(SearchReady(generation, response, self.engine.model_loaded))
+
+    @on(SearchReady)
+    def _show_results(self, message: SearchReady) -> None:
+        if message.generation != self._generation:
+            return
+        self.response = message.response
+        mode = self.query_one("#search-mode", Static)
+        if message.response.query:
+            mode.update(describe_mode(message.response, message.model_loaded))
+        else:
+            mode.update("type a query")
+        table = self.query_one("#search-results", DataTable)
+        table.clear()
+        for index, result in enumerate(message.response.results):
+            table.add_row(*breakdown_cells(result), key=str(index))
+        if message.response.results:
+            table.move_cursor(row=0)
+            self._show_context(message.response.results[0])
+        else:
+            self.query_one("#search-context-title", Static).update("")
+            self.query_one("#search-context", Static).update(
+                Text("\n".join(message.response.notes) or "no results", style="dim")
+            )
+
+    @on(DataTable.RowHighlighted, "#search-results")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        result = self._result_for(event.row_key.value)
+        if result is not None:
+            self._show_context(result)
+
+    @on(DataTable.RowSelected, "#search-results")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.query_one("#search-context-scroll", VerticalScroll).focus()
+
+    def _result_for(self, key: str | None) -> SearchResult | None:
+        if self.response is None or key is None:
+            return None
+        index = int(key)
+        return self.response.results[index] if index < len(self.response.results) else None
+
+    def _show_context(self, result: SearchResult) -> None:
+        self._read_context(result)
+
+    @work(thread=True, exclusive=True, group="search-context", exit_on_error=False)
+    def _read_context(self, result: SearchResult) -> None:
+        location = format_source(result.path, result.start_line, result.end_line)
+        try:
+            path = self.engine.workspace.resolve_memory_path(result.path)
+            all_lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except (OSError, WorkspaceError) as exc:
+            self.post_message(
+                ChunkContextReady(location, 0, [], result.start_line, result.end_line, str(exc))
+            )
+            return
+        first = max(1, result.start_line - CONTEXT_LINES)
+        last = min(len(all_lines), result.end_line + CONTEXT_LINES)
+        if not get_current_worker().is_cancelled:
+            self.post_message(
+                ChunkContextReady(
+                    location, first, all_lines[first - 1 : last], result.start_line, result.end_line
+                )
+            )
+
+    @on(ChunkContextReady)
+    def _context_ready(self, message: ChunkContextReady) -> None:
+        self.query_one("#search-context-title", Static).update(Text(message.location, style="bold"))
+        context = self.query_one("#search-context", Static)
+        if message.error:
+            context.update(Text(message.error, style="red"))
+            return
+        width = len(str(message.first_line + len(message.lines)))
+        context.update(
+            render_context(
+                message.first_line, message.lines, message.start_line, message.end_line, width
+            )
+        )
+        self.call_after_refresh(self._scroll_to_chunk, message)
+
+    def _scroll_to_chunk(self, message: ChunkContextReady) -> None:
+        scroll = self.query_one("#search-context-scroll", VerticalScroll)
+        scroll.scroll_to(y=max(0, message.start_line - message.first_line - 1), animate=False)
+
+    def show_error(self, message: str) -> None:
+        self.query_one("#search-mode", Static).update(Text(message, style="bold red"))

@@ -1,0 +1,196 @@
+"""Stats and activity: index counts, model state, last flush per trigger, and a live event log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.widgets import RichLog, Static
+
+from tui.app.messages import StatsLoaded
+from tui.app.panels.base import EnginePanel
+from tui.engine.engine import MemoryEngine
+
+#: Model states the app reports through :meth:`StatsPanel.set_model_state`.
+MODEL_STATES = {
+    "loading": ("loading…", "yellow"),
+    "loaded": ("loaded", "green"),
+    "failed": ("BM25 only (model failed to load)", "red"),
+    "none": ("BM25 only", "yellow"),
+}
+
+
+def format_bytes(size: int) -> str:
+    """``1.4 MB``."""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def _count(stats: dict[str, object], key: str) -> int:
+    value = stats.get(key, 0)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+class StatsPanel(EnginePanel):
+    """Files, chunks, embedded chunks, index size and model state, the last flush of each trigger,
+    and a live log of trigger and index events.
+
+    The app calls :meth:`record_flush`, :meth:`log_event` and :meth:`set_model_state` (on the UI
+    thread); :meth:`refresh_stats` re-reads the index counts in a worker.
+    """
+
+    HELP = """\
+## Stats
+
+The index behind memory search: files and chunks indexed, chunks with vectors, index size,
+and the embedding model (search is BM25-only until it has loaded).
+
+**Last flush** shows, per trigger (session switch, idle, day change, quit, …), when memory was
+last written and what happened. The log below records trigger and index events as they happen.
+"""
+
+    DEFAULT_CSS = """
+    StatsPanel {
+        layout: vertical;
+        height: 1fr;
+    }
+    StatsPanel #stats-summary {
+        height: auto;
+        padding: 0 1;
+    }
+    StatsPanel #stats-flushes {
+        height: auto;
+        padding: 0 1;
+        margin-top: 1;
+    }
+    StatsPanel #stats-log-title {
+        height: 1;
+        padding: 0 1;
+        margin-top: 1;
+        background: $boost;
+    }
+    StatsPanel #stats-log {
+        height: 1fr;
+        min-height: 4;
+        padding: 0 1;
+        overflow-y: auto;
+    }
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        clock: Callable[[], datetime] = datetime.now,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """``clock`` stamps flushes and log lines (tests pass a fixed one)."""
+        super().__init__(engine, name=name, id=id, classes=classes)
+        self.clock = clock
+        self.stats: dict[str, object] = {}
+        self.model_state: str | None = None
+        self.flushes: dict[str, tuple[datetime, str]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("reading the index…", id="stats-summary")
+        yield Static("", id="stats-flushes")
+        yield Static(Text("Activity", style="bold"), id="stats-log-title")
+        yield RichLog(id="stats-log", wrap=True, markup=False, max_lines=1000)
+
+    def on_mount(self) -> None:
+        self._render_flushes()
+        self.refresh_stats()
+
+    def refresh_stats(self) -> None:
+        """Re-read the index counts (in a worker)."""
+        self._load_stats()
+
+    def index_changed(self, paths: list[str]) -> None:
+        """The index changed: re-read its counts."""
+        self.refresh_stats()
+
+    def set_model_state(self, state: str) -> None:
+        """``loading``, ``loaded``, ``failed`` or ``none`` (no model: BM25 only)."""
+        self.model_state = state
+        self._render_summary()
+
+    def record_flush(self, trigger: str, outcome: str) -> None:
+        """Remember the last flush of ``trigger`` (e.g. ``idle``, ``"3 messages → 2026-11-22.md"``)."""
+        self.flushes[trigger] = (self.clock(), outcome)
+        self._render_flushes()
+        self.log_event(f"flush ({trigger}): {outcome}")
+
+    def log_event(self, text: str) -> None:
+        """Append a timestamped line to the activity log."""
+        line = Text(f"{self.clock():%H:%M:%S} ", style="dim")
+        line.append(text)
+        self.query_one("#stats-log", RichLog).write(line)
+
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
+    def _load_stats(self) -> None:
+        self.post_message(StatsLoaded(self.engine.stats()))
+
+    @on(StatsLoaded)
+    def _stats_loaded(self, message: StatsLoaded) -> None:
+        self.stats = message.stats
+        self._render_summary()
+
+    def describe_stats(self) -> list[tuple[str, Text]]:
+        """The summary rows (label, value) shown from :attr:`stats` and :attr:`model_state`."""
+        stats = self.stats
+        if not stats:
+            return []
+        chunks = _count(stats, "chunks")
+        embedded = _count(stats, "embedded")
+        model_loaded = bool(stats.get("model_loaded"))
+        state = self.model_state or ("loaded" if model_loaded else "none")
+        if model_loaded:
+            state = "loaded"
+        label, color = MODEL_STATES.get(state, (state, "yellow"))
+        rows = [
+            ("workspace", Text(str(stats.get("workspace", "")))),
+            ("files", Text(f"{_count(stats, 'files'):,}")),
+            ("chunks", Text(f"{chunks:,}")),
+            (
+                "embedded",
+                Text(f"{embedded:,} / {chunks:,}", style="" if embedded >= chunks else "yellow"),
+            ),
+            ("index size", Text(format_bytes(_count(stats, "index_bytes")))),
+            ("model", Text.assemble(str(stats.get("model", "")), " ", (label, color))),
+        ]
+        warnings = stats.get("warnings")
+        if isinstance(warnings, list) and warnings:
+            rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))
+        return rows
+
+    def _render_summary(self) -> None:
+        rows = self.describe_stats()
+        if not rows:
+            return
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="dim", no_wrap=True)
+        table.add_column(overflow="fold")
+        for label, value in rows:
+            table.add_row(label, value)
+        self.query_one("#stats-summary", Static).update(table)
+
+    def _render_flushes(self) -> None:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="dim", no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column(overflow="fold")
+        if not self.flushes:
+            table.add_row("last flush", "—", Text("none yet", style="dim"))
+        for number, (trigger, (when, outcome)) in enumerate(sorted(self.flushes.items())):
+            table.add_row("last flush" if number == 0 else "", f"{trigger} {when:%H:%M}", outcome)
+        self.query_one("#stats-flushes", Static).update(table)
