@@ -8,19 +8,105 @@ in between (the change is then re-applied to the new content, never written over
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 from .fileio import ConcurrentEditError, append_text, atomic_write_text, lock_for, sha256_bytes
-from .metadata import EntryMeta, new_entry_id, with_meta
+from .metadata import EntryMeta, new_entry_id, split_meta, with_meta
 from .workspace import Workspace
 
 MEMORY_TEMPLATE = "# Long-term Memory\n\n"
 #: Attempts to re-apply an edit when MEMORY.md keeps changing underneath it.
 EDIT_ATTEMPTS = 5
+
+_ENTRY_HEADING = re.compile(r"^#{1,6}\s")
+_ENTRY_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_ENTRY_BULLET = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One entry of a memory file: a bullet with its indented continuation lines, or a plain line.
+
+    ``start``/``end`` are 1-based line numbers; ``raw`` the lines as written (with metadata);
+    ``text`` the visible text, bullet marker removed, lines joined by newlines.
+    """
+
+    path: str
+    start: int
+    end: int
+    raw: tuple[str, ...]
+    text: str
+    meta: EntryMeta | None = None
+
+    @property
+    def active(self) -> bool:
+        """False once forgotten or superseded."""
+        return self.meta is None or self.meta.active
+
+    @property
+    def entry_id(self) -> str | None:
+        return self.meta.id if self.meta else None
+
+
+@dataclass
+class EntryBatch:
+    """Entries to append to MEMORY.md in one atomic edit (see :meth:`MemoryStore.add_entries`)."""
+
+    contents: Sequence[str]
+    confidence: str
+    source: str
+    day: date | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
+    """Split a memory file into entries (headings, blank lines and fenced code are not entries)."""
+    entries: list[MemoryEntry] = []
+    lines = text.splitlines()
+    index = 0
+    in_fence = False
+    while index < len(lines):
+        raw = lines[index]
+        visible, meta = split_meta(raw)
+        if _ENTRY_FENCE.match(visible):
+            in_fence = not in_fence
+            index += 1
+            continue
+        if in_fence or not visible.strip() or _ENTRY_HEADING.match(visible):
+            index += 1
+            continue
+        bullet = _ENTRY_BULLET.match(visible)
+        block = [raw]
+        texts = [visible[bullet.end() :] if bullet else visible.strip()]
+        if bullet:
+            indent = len(bullet.group(1))
+            while index + 1 < len(lines):
+                nxt = lines[index + 1]
+                nxt_visible, _ = split_meta(nxt)
+                nxt_indent = len(nxt_visible) - len(nxt_visible.lstrip())
+                if not nxt_visible.strip() or nxt_indent <= indent:
+                    break
+                if _ENTRY_BULLET.match(nxt_visible) and nxt_indent <= indent:
+                    break
+                block.append(nxt)
+                texts.append(nxt_visible.strip())
+                index += 1
+        start = index - len(block) + 2
+        entries.append(
+            MemoryEntry(path, start, index + 1, tuple(block), "\n".join(texts).strip(), meta)
+        )
+        index += 1
+    return entries
+
+
+def normalize_entry_text(text: str) -> str:
+    """Lower-cased words only: how entries are compared for duplicates."""
+    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 @dataclass(frozen=True)
@@ -49,11 +135,20 @@ class MemoryStore:
         If the file changes on disk between read and write (an editor that does not take our
         lock), ``change`` is re-applied to the fresh content instead of overwriting it.
         """
-        path = self.workspace.memory_file
+        return self.edit_file(self.workspace.memory_file, change)
+
+    def edit_file(self, path: Path, change: Callable[[str], str]) -> str:
+        """:meth:`edit_memory` for any memory file (a daily log): locked, atomic, re-applied on a race.
+
+        When ``change`` returns the text unchanged nothing is written.
+        """
         with lock_for(path):
             for _ in range(EDIT_ATTEMPTS):
-                state = self.read_memory()
+                data = path.read_bytes() if path.exists() else b""
+                state = MemoryFileState(data.decode("utf-8", errors="replace"), sha256_bytes(data))
                 new_text = change(state.text)
+                if new_text == state.text:
+                    return new_text
                 try:
                     atomic_write_text(path, new_text, expected_hash=state.content_hash)
                     return new_text
@@ -84,18 +179,101 @@ class MemoryStore:
             source=source,
             at=day or date.today(),
         )
-        lines = [line.rstrip() for line in content.strip().splitlines() if line.strip()]
-        first = lines[0].lstrip("-*+ ").strip() if lines else ""
-        entry = "- " + with_meta(first, meta) + "".join(f"\n  {line.strip()}" for line in lines[1:])
+        entry = format_entry(content, meta)
+        self.edit_memory(lambda text: _append_entries(text, [entry]))
+        return meta
+
+    def add_entries(
+        self, batch: EntryBatch, *, unless_tagged: tuple[str, str] | None = None
+    ) -> list[EntryMeta]:
+        """Append several entries to MEMORY.md in one atomic edit and return their metadata.
+
+        ``batch.extra`` rides along in every entry's metadata. With ``unless_tagged=(key, value)``
+        the edit is a no-op (returns ``[]``) when an entry already carries that tag: this makes
+        a replayed write (a flush recovering after a crash) idempotent.
+        """
+        metas = [
+            EntryMeta(
+                id=new_entry_id(),
+                confidence=batch.confidence,
+                source=batch.source,
+                at=batch.day or date.today(),
+                extra=dict(batch.extra),
+            )
+            for _ in batch.contents
+        ]
+        entries = [format_entry(c, m) for c, m in zip(batch.contents, metas, strict=True)]
+        written: list[EntryMeta] = []
 
         def append(text: str) -> str:
-            base = text if text.strip() else MEMORY_TEMPLATE
-            if not base.endswith("\n"):
-                base += "\n"
-            return base + entry + "\n"
+            written.clear()
+            if unless_tagged and has_tag(text, *unless_tagged):
+                return text
+            written.extend(metas)
+            return _append_entries(text, entries) if entries else text
 
         self.edit_memory(append)
-        return meta
+        return list(written)
+
+    def entries(self, rel_path: str = "MEMORY.md") -> list[MemoryEntry]:
+        """The entries of a memory file (active and inactive)."""
+        path = self.workspace.root / rel_path
+        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        return parse_entries(text, rel_path)
+
+    def retire_entries(
+        self,
+        entries: Sequence[MemoryEntry],
+        *,
+        state: str,
+        reason: str = "",
+        replaced_by: str | None = None,
+    ) -> list[MemoryEntry]:
+        """Soft-delete entries: ``state`` is ``forgotten`` or ``superseded``.
+
+        Entries of MEMORY.md are moved out of the file into the audit trail (history first, so
+        a crash in between never loses the text). Entries of daily logs stay in place, each line
+        marked ``state=...`` so it is never indexed again. Survives a reindex either way.
+        Returns the entries actually retired (those still found unchanged in their file).
+        """
+        by_path: dict[str, list[MemoryEntry]] = {}
+        for entry in entries:
+            by_path.setdefault(entry.path, []).append(entry)
+        retired: list[MemoryEntry] = []
+        for rel_path, chosen in by_path.items():
+            for entry in chosen:
+                self.record_history(
+                    state,
+                    path=rel_path,
+                    lines=f"{entry.start}-{entry.end}",
+                    text=entry.text,
+                    raw="\n".join(entry.raw),
+                    entry_id=entry.entry_id,
+                    reason=reason,
+                    replaced_by=replaced_by,
+                )
+            done: list[MemoryEntry] = []
+            self.edit_file(
+                self.workspace.root / rel_path,
+                lambda text, chosen=chosen, done=done: _retire_in_text(text, chosen, state, done),
+            )
+            retired.extend(done)
+        return retired
+
+    def retired_texts(self) -> set[str]:
+        """Normalised texts of every forgotten or superseded entry in the audit trail."""
+        path = self.workspace.history_path
+        if not path.exists():
+            return set()
+        texts: set[str] = set()
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") in ("forgotten", "superseded") and record.get("text"):
+                texts.add(normalize_entry_text(str(record["text"])))
+        return texts
 
     def append_daily(self, text: str, day: date | None = None) -> Path:
         """Append ``text`` to the daily log of ``day`` (today by default), creating it with a title."""
@@ -110,3 +288,65 @@ class MemoryStore:
         append_text(
             self.workspace.history_path, json.dumps(record, ensure_ascii=False, default=str) + "\n"
         )
+
+
+def format_entry(content: str, meta: EntryMeta) -> str:
+    """A MEMORY.md bullet carrying ``meta``; extra lines of ``content`` become indented continuations."""
+    lines = [line.rstrip() for line in content.strip().splitlines() if line.strip()]
+    first = lines[0].lstrip("-*+ ").strip() if lines else ""
+    return "- " + with_meta(first, meta) + "".join(f"\n  {line.strip()}" for line in lines[1:])
+
+
+def has_tag(text: str, key: str, value: str) -> bool:
+    """True when a line of ``text`` carries metadata with ``key=value``."""
+    if value not in text:
+        return False
+    for line in text.splitlines():
+        _, meta = split_meta(line)
+        if meta is not None and meta.extra.get(key) == value:
+            return True
+    return False
+
+
+def _append_entries(text: str, entries: Sequence[str]) -> str:
+    base = text if text.strip() else MEMORY_TEMPLATE
+    if not base.endswith("\n"):
+        base += "\n"
+    return base + "".join(entry + "\n" for entry in entries)
+
+
+def _find_block(lines: list[str], entry: MemoryEntry) -> int | None:
+    """Where ``entry.raw`` is in ``lines`` now: its recorded place, else the nearest match."""
+    size = len(entry.raw)
+    expected = entry.start - 1
+    if lines[expected : expected + size] == list(entry.raw):
+        return expected
+    matches = [i for i in range(len(lines) - size + 1) if lines[i : i + size] == list(entry.raw)]
+    return min(matches, key=lambda i: abs(i - expected)) if matches else None
+
+
+def _retire_in_text(
+    text: str, chosen: Sequence[MemoryEntry], state: str, done: list[MemoryEntry]
+) -> str:
+    """Remove MEMORY.md entries, or mark daily-log entries ``state=...``; ``done`` gets those found."""
+    done.clear()
+    lines = text.splitlines()
+    for entry in sorted(chosen, key=lambda e: -e.start):
+        at = _find_block(lines, entry)
+        if at is None:
+            continue
+        done.append(entry)
+        if entry.path == "MEMORY.md":
+            del lines[at : at + len(entry.raw)]
+        else:
+            for offset, raw in enumerate(entry.raw):
+                lines[at + offset] = _mark_line(raw, state)
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def _mark_line(raw: str, state: str) -> str:
+    """``raw`` with its metadata's state set (a comment is added to lines without one)."""
+    visible, meta = split_meta(raw)
+    if not visible.strip():
+        return raw
+    return with_meta(visible, (meta or EntryMeta()).with_state(state))

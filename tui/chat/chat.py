@@ -1,0 +1,498 @@
+"""ChatEngine: the one object a UI talks to for chat.
+
+A turn (:meth:`ChatEngine.run_turn`) appends the user's message to the session transcript,
+builds the memory injection for it (DESIGN §6) into the system prompt, compacts the session
+first if it nears the context window, streams the answer, runs the memory tools the model
+calls and feeds their results back until it answers. Everything arrives as
+:mod:`tui.chat.events`; a failure is a :class:`~tui.chat.events.TurnError` event, never an
+exception, and the transcript keeps the user's message and whatever came before the error.
+
+Compaction (clawhive §5): a silent memory-flush turn (the model is told the context is about
+to be compacted and may call ``save_memory`` / ``append_daily_log``), the pre-compaction
+daily-log flush, then the older turns are summarised into a ``compaction`` line. Later
+requests carry that summary and the recent turns; the JSONL keeps everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..engine.embeddings import count_tokens_batch
+from ..engine.engine import MemoryEngine
+from ..engine.inject import Injection
+from ..engine.workspace import Workspace
+from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
+from .config import Config, load_config
+from .events import (
+    ChatEvent,
+    Compacted,
+    CompactionFailed,
+    CompactionStarted,
+    InjectionBuilt,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnDone,
+    TurnError,
+    TurnStarted,
+    Usage,
+)
+from .flush import DailyLogFlusher
+from .sessions import SessionError, SessionStore, Transcript, new_id
+from .tools import MemoryTools, ToolResult
+from .triggers import TriggerManager, WorkspaceState, local_now
+
+SYSTEM_PROMPT = """You are memdeck, a helpful assistant in the user's terminal. You remember \
+the user across conversations.
+
+Today is {today}.
+
+How to use what you remember:
+- The memories below are things you know about the user. Use them naturally, the way a \
+friend who remembers would: ask "How's Max?" rather than saying "according to my memory, \
+your dog is Max". Do not mention memory files, injections or tools unless the user asks.
+- When the user asks you to remember something, or shares a lasting fact, preference or \
+decision, call save_memory with one short self-contained statement. If it changes something \
+you knew, pass the old memory in `supersedes`.
+- When the user asks you to forget something, call forget_memory.
+- If the memories below are not enough, use memory_search, then memory_get to read around a hit.
+"""
+
+NO_MEMORY = "(Nothing is remembered about the user yet.)"
+SUMMARY_HEADING = "## Earlier in this conversation (summary)"
+
+SILENT_FLUSH_PROMPT = """[memdeck] The conversation context is about to be compacted: older \
+messages will be replaced by a short summary. Before that happens, save anything worth \
+keeping for future conversations: call save_memory for lasting facts, preferences and \
+decisions, and append_daily_log for notes about what happened today. Do not repeat what is \
+already remembered. When you are done, reply with NO_REPLY."""
+
+COMPACTION_SYSTEM_PROMPT = """You compress conversations. Write a concise summary of the \
+conversation below that keeps everything needed to continue it: the user's goals, decisions, \
+facts, open questions and any commitments. Use short bullet points. Do not add anything that \
+was not said."""
+
+#: Model requests the silent memory-flush turn may make.
+SILENT_TURN_ROUNDS = 3
+#: Per-message overhead in the token estimate (role, separators).
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+class ChatEngine:
+    """Chat over a memory workspace: turns, tools, sessions, flushes, triggers, compaction.
+
+    Attributes a UI uses directly: ``config``, ``memory`` (:class:`MemoryEngine`),
+    ``sessions`` (:class:`SessionStore`: list/create/rename/load), ``triggers``
+    (:class:`TriggerManager`: switch/end/delete/quit/focus/tick/run, listeners),
+    ``flusher`` (:class:`DailyLogFlusher`) and ``llm`` (:class:`LLMClient`).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        memory: MemoryEngine,
+        *,
+        sessions: SessionStore | None = None,
+        llm: LLMClient | None = None,
+        clock: Callable[[], datetime] = local_now,
+    ) -> None:
+        self.config = config
+        self.memory = memory
+        self.sessions = sessions or SessionStore(memory.workspace)
+        self.llm = llm or LLMClient(config)
+        self.clock = clock
+        self.tools = MemoryTools(memory, today=lambda: self.clock().date())
+        self.flusher = DailyLogFlusher(memory, self.sessions, self.llm, clock=clock)
+        self.triggers = TriggerManager(
+            self.flusher,
+            state=WorkspaceState(memory.workspace),
+            idle_minutes=config.idle_minutes,
+            flush_on_blur=config.flush_on_blur,
+            blur_debounce_seconds=config.blur_debounce_seconds,
+            tick_seconds=config.tick_seconds,
+            clock=clock,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        config: Config | None = None,
+        *,
+        workspace: Path | str | None = None,
+        create: bool = True,
+    ) -> ChatEngine:
+        """An engine for ``workspace`` (else the config's, else the default), index not synced yet.
+
+        Call ``engine.memory.sync()`` (and ``load_model()``) from a worker before relying on search.
+        """
+        config = config or load_config()
+        root = workspace if workspace is not None else config.workspace
+        memory = MemoryEngine(
+            Workspace.open(root, create=create),
+            search_options=config.search_options(),
+            injection_options=config.injection_options(),
+        )
+        return cls(config, memory)
+
+    def close(self) -> None:
+        """Release the index connections."""
+        self.memory.close()
+
+    @property
+    def llm_problem(self) -> str | None:
+        """None when chat works; else one line telling the user how to configure an LLM."""
+        return self.llm.problem
+
+    # -- prompt --
+
+    def preview_injection(self, draft: str) -> Injection:
+        """The memory block the next turn would inject for ``draft``, with its report. Blocking
+        but quick (BM25 + one query embedding when the model is loaded): the live preview."""
+        return self.memory.inject(
+            draft, budget=self.config.injection_budget, now=self.clock().date()
+        )
+
+    def system_prompt(self, injection_text: str, compaction_summary: str | None = None) -> str:
+        """The system prompt of a turn: instructions, the injected memory, the compaction summary."""
+        now = self.clock()
+        parts = [
+            SYSTEM_PROMPT.format(today=now.strftime("%A, %Y-%m-%d")).strip(),
+            injection_text.strip() or NO_MEMORY,
+        ]
+        if compaction_summary:
+            parts.append(f"{SUMMARY_HEADING}\n{compaction_summary.strip()}")
+        return "\n\n".join(parts)
+
+    def context_messages(self, transcript: Transcript) -> list[dict[str, Any]]:
+        """The conversation a request replays: messages since the last compaction, tool calls
+        with their results, without silent or incomplete messages."""
+        compaction = transcript.last_compaction
+        start_id = compaction.get("dropped_before") if compaction else None
+        results = {
+            str(r.get("id")): r for r in transcript.records if r.get("type") == "tool_result"
+        }
+        calls: dict[str, list[dict[str, Any]]] = {}
+        for record in transcript.records:
+            if record.get("type") == "tool_call":
+                calls.setdefault(str(record.get("message_id")), []).append(record)
+        started = start_id is None
+        messages: list[dict[str, Any]] = []
+        for message in transcript.messages:
+            if not started:
+                if message.id != start_id:
+                    continue
+                started = True
+            if not message.is_conversation:
+                continue
+            if message.role == "user":
+                messages.append({"role": "user", "content": message.content})
+                continue
+            own_calls = calls.get(message.id, [])
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if own_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": str(c.get("id")),
+                        "type": "function",
+                        "function": {
+                            "name": c.get("tool", ""),
+                            "arguments": c.get("arguments", "{}"),
+                        },
+                    }
+                    for c in own_calls
+                ]
+            elif not message.content:
+                continue
+            messages.append(entry)
+            for call in own_calls:
+                result = results.get(str(call.get("id")))
+                output = result.get("output") if result else {"error": "interrupted"}
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": str(call.get("id")),
+                        "content": json.dumps(output, ensure_ascii=False),
+                    }
+                )
+        return messages
+
+    def estimate_tokens(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """Rough token count of a request (the embedding tokenizer's word-pieces)."""
+        texts = []
+        for message in messages:
+            texts.append(str(message.get("content") or ""))
+            if message.get("tool_calls"):
+                texts.append(json.dumps(message["tool_calls"]))
+        if tools:
+            texts.append(json.dumps(tools))
+        return sum(count_tokens_batch(texts)) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+
+    @property
+    def compaction_limit(self) -> int:
+        """Estimated tokens at which a session is compacted."""
+        return max(1, self.config.context_window - self.config.compaction_reserve)
+
+    # -- a turn --
+
+    async def run_turn(self, session_id: str, text: str) -> AsyncIterator[ChatEvent]:
+        """Run one user turn and yield its events (see the module docstring).
+
+        Raises :class:`SessionError` only for an unknown session; every other failure is a
+        :class:`TurnError` event, after which the iteration ends.
+        """
+        if not self.sessions.exists(session_id):
+            raise SessionError(f"no session {session_id!r}")
+        message_id = await asyncio.to_thread(self.sessions.append_message, session_id, "user", text)
+        self.triggers.note_activity(session_id)
+        yield TurnStarted(session_id, message_id, text)
+        problem = self.llm.problem
+        if problem:
+            await self._record_error(session_id, "config", problem)
+            yield TurnError("config", problem)
+            return
+        transcript = await asyncio.to_thread(self.sessions.load, session_id)
+        if transcript.model != self.llm.model:
+            await asyncio.to_thread(
+                self.sessions.append,
+                session_id,
+                {"type": "model_change", "id": new_id("c"), "model": self.llm.model},
+            )
+        injection = await asyncio.to_thread(self.preview_injection, text)
+        yield InjectionBuilt(session_id, injection.text, injection.report)
+        tools = self.tools.definitions()
+        messages = await self._request_messages(session_id, injection.text)
+        estimate = self.estimate_tokens(messages, tools)
+        if estimate >= self.compaction_limit:
+            async for event in self._compact(session_id, injection.text, estimate):
+                yield event
+            messages = await self._request_messages(session_id, injection.text)
+        async for event in self._answer(session_id, messages, tools, silent=False):
+            yield event
+
+    async def compact(self, session_id: str) -> AsyncIterator[ChatEvent]:
+        """Compact a session now (the silent memory turn, the flush, then the summary)."""
+        injection = await asyncio.to_thread(self.preview_injection, "")
+        messages = await self._request_messages(session_id, injection.text)
+        estimate = self.estimate_tokens(messages, self.tools.definitions())
+        async for event in self._compact(session_id, injection.text, estimate):
+            yield event
+
+    async def _request_messages(self, session_id: str, injection_text: str) -> list[dict[str, Any]]:
+        transcript = await asyncio.to_thread(self.sessions.load, session_id)
+        compaction = transcript.last_compaction
+        summary = compaction.get("summary") if compaction else None
+        return [
+            {"role": "system", "content": self.system_prompt(injection_text, summary)},
+            *self.context_messages(transcript),
+        ]
+
+    async def _answer(
+        self,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        silent: bool,
+        max_rounds: int | None = None,
+    ) -> AsyncIterator[ChatEvent]:
+        """Request, stream, run tools, repeat until the model answers without tools."""
+        offered = {t["function"]["name"] for t in tools}
+        rounds = max_rounds or self.config.max_tool_rounds
+        for _ in range(rounds):
+            end: StreamEnd | None = None
+            streamed: list[str] = []
+            try:
+                async for piece in self.llm.stream_chat(messages, tools=tools):
+                    if isinstance(piece, StreamText):
+                        streamed.append(piece.text)
+                        if not silent:
+                            yield TextDelta(piece.text)
+                    elif isinstance(piece, StreamUsage):
+                        yield Usage(
+                            piece.prompt_tokens, piece.completion_tokens, piece.total_tokens
+                        )
+                    else:
+                        end = piece
+            except LLMError as exc:
+                if streamed:
+                    flags = {"incomplete": True, **({"silent": True} if silent else {})}
+                    await asyncio.to_thread(
+                        self.sessions.append_message,
+                        session_id,
+                        "assistant",
+                        "".join(streamed),
+                        **flags,
+                    )
+                await self._record_error(session_id, exc.kind, exc.message)
+                yield TurnError(exc.kind, exc.message, exc.retry_after)
+                return
+            assert end is not None
+            extra = {"silent": True} if silent else {}
+            message_id = await asyncio.to_thread(
+                self.sessions.append_message, session_id, "assistant", end.text, **extra
+            )
+            if not end.tool_calls:
+                if not silent:
+                    self.triggers.note_activity(session_id)
+                yield TurnDone(session_id, message_id, end.text, end.finish_reason)
+                return
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": end.text or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments},
+                        }
+                        for call in end.tool_calls
+                    ],
+                }
+            )
+            for call in end.tool_calls:
+                async for event in self._run_tool(session_id, message_id, call, offered, silent):
+                    yield event
+                    if isinstance(event, ToolCallFinished):
+                        messages.append(
+                            {
+                                "role": "tool",
+                                "tool_call_id": call.id,
+                                "content": json.dumps(event.result, ensure_ascii=False),
+                            }
+                        )
+        message = f"stopped after {rounds} requests: the model kept calling tools"
+        await self._record_error(session_id, "tool_loop", message)
+        yield TurnError("tool_loop", message)
+
+    async def _run_tool(
+        self,
+        session_id: str,
+        message_id: str,
+        call: AssembledToolCall,
+        offered: set[str],
+        silent: bool,
+    ) -> AsyncIterator[ChatEvent]:
+        try:
+            parsed = json.loads(call.arguments or "{}")
+        except ValueError:
+            parsed = None
+        arguments = parsed if isinstance(parsed, dict) else {}
+        yield ToolCallStarted(call.id, call.name, arguments, call.arguments, silent)
+        await asyncio.to_thread(
+            self.sessions.append,
+            session_id,
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "message_id": message_id,
+                "tool": call.name,
+                "arguments": call.arguments,
+                "input": arguments,
+            },
+        )
+        if call.name not in offered:
+            result = ToolResult.error("unknown_tool", f"there is no tool named {call.name!r}")
+        else:
+            result = await asyncio.to_thread(self.tools.execute, call.name, call.arguments)
+        await asyncio.to_thread(
+            self.sessions.append,
+            session_id,
+            {
+                "type": "tool_result",
+                "id": call.id,
+                "tool": call.name,
+                "ok": result.ok,
+                "output": result.content,
+            },
+        )
+        yield ToolCallFinished(call.id, call.name, result.content, result.ok, silent)
+
+    async def _record_error(self, session_id: str, kind: str, message: str) -> None:
+        await asyncio.to_thread(
+            self.sessions.append,
+            session_id,
+            {"type": "error", "kind": kind, "message": self.llm.redact(message)},
+        )
+
+    # -- compaction --
+
+    async def _compact(
+        self, session_id: str, injection_text: str, estimate: int
+    ) -> AsyncIterator[ChatEvent]:
+        yield CompactionStarted(session_id, estimate, self.compaction_limit)
+        # 1. The silent memory-flush turn.
+        await asyncio.to_thread(
+            self.sessions.append_message, session_id, "user", SILENT_FLUSH_PROMPT, silent=True
+        )
+        messages = await self._request_messages(session_id, injection_text)
+        messages.append({"role": "user", "content": SILENT_FLUSH_PROMPT})
+        async for event in self._answer(
+            session_id,
+            messages,
+            self.tools.definitions(include_daily_log=True),
+            silent=True,
+            max_rounds=SILENT_TURN_ROUNDS,
+        ):
+            if isinstance(event, ToolCallStarted | ToolCallFinished):
+                yield event
+            elif isinstance(event, TurnError):
+                yield CompactionFailed(
+                    session_id, event.kind, f"memory flush turn: {event.message}"
+                )
+        # 2. The pre-compaction daily-log flush.
+        await self.triggers.afire("pre_compaction", session_id, "context about to be compacted")
+        # 3. Summarise the older turns.
+        transcript = await asyncio.to_thread(self.sessions.load, session_id)
+        compaction = transcript.last_compaction
+        start_id = compaction.get("dropped_before") if compaction else None
+        live = [m for m in transcript.messages_after(None) if m.is_conversation]
+        if start_id is not None:
+            ids = [m.id for m in transcript.messages]
+            cut = ids.index(start_id) if start_id in ids else 0
+            live = [m for m in live if m.index > cut]
+        keep_from = max(0, len(live) - max(1, self.config.compaction_keep_messages))
+        while keep_from > 0 and live[keep_from].role != "user":
+            keep_from -= 1  # start the kept part at a user message
+        older, kept = live[:keep_from], live[keep_from:]
+        if not older:
+            yield CompactionFailed(session_id, "internal", "nothing old enough to summarise")
+            return
+        previous = compaction.get("summary") if compaction else None
+        conversation = "\n\n".join(
+            f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}" for m in older
+        )
+        if previous:
+            conversation = f"(Summary of what came before:)\n{previous}\n\n{conversation}"
+        try:
+            summary = await self.llm.acomplete(
+                [
+                    {"role": "system", "content": COMPACTION_SYSTEM_PROMPT},
+                    {"role": "user", "content": conversation},
+                ],
+                model=self.llm.summary_model,
+            )
+        except LLMError as exc:
+            yield CompactionFailed(session_id, exc.kind, exc.message)
+            return
+        summary = summary.strip() or "(no summary)"
+        record = {
+            "type": "compaction",
+            "id": new_id("k"),
+            "summary": summary,
+            "dropped_before": kept[0].id,
+            "dropped_messages": len(older),
+            "tokens_before": estimate,
+        }
+        await asyncio.to_thread(self.sessions.append, session_id, record)
+        after = self.estimate_tokens(
+            await self._request_messages(session_id, injection_text), self.tools.definitions()
+        )
+        yield Compacted(session_id, summary, kept[0].id, estimate, after)

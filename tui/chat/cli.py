@@ -1,0 +1,242 @@
+"""``memdeck ask``, ``memdeck flush`` and ``memdeck sessions``: the chat engine from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from ..cli import CliError, command
+from .chat import ChatEngine
+from .config import ConfigError, load_config
+from .events import (
+    Compacted,
+    CompactionFailed,
+    CompactionStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TriggerEvent,
+    TurnDone,
+    TurnError,
+)
+from .sessions import SessionError
+
+
+def _add_llm_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="config file (default: $MEMDECK_CONFIG or the platform config dir)",
+    )
+    parser.add_argument("--model", default=None, help="chat model (overrides MEMDECK_MODEL)")
+    parser.add_argument("--summary-model", default=None, help="model for summaries")
+    parser.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible endpoint (overrides OPENAI_BASE_URL)"
+    )
+
+
+def _open(args: argparse.Namespace, *, create: bool) -> ChatEngine:
+    try:
+        config = load_config(
+            args.config,
+            overrides={
+                "model": args.model,
+                "summary_model": args.summary_model,
+                "base_url": args.base_url,
+            },
+        )
+        return ChatEngine.open(config, workspace=args.workspace, create=create)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _short(arguments: dict[str, Any], limit: int = 120) -> str:
+    text = json.dumps(arguments, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _print_trigger(event: TriggerEvent) -> None:
+    outcome = event.outcome
+    where = f"{event.session_id}: " if event.session_id else ""
+    extra = f" → {outcome.daily_log}" if outcome.daily_log else ""
+    print(
+        f"{where}{outcome.summary}{extra}",
+        file=sys.stderr if outcome.status in ("skipped", "failed") else sys.stdout,
+    )
+
+
+# -- ask --
+
+
+def _configure_ask(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="what to ask")
+    parser.add_argument(
+        "--session", default=None, help="continue this session (default: a new one)"
+    )
+    parser.add_argument("--title", default=None, help="title of the new session")
+    parser.add_argument(
+        "--flush", action="store_true", help="log the session to the daily log afterwards"
+    )
+    parser.add_argument(
+        "--bm25",
+        action="store_true",
+        help="full-text memory search only, do not load the embedding model",
+    )
+    _add_llm_flags(parser)
+
+
+async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> int:
+    status = 0
+    wrote_text = False
+    async for event in engine.run_turn(session_id, question):
+        if isinstance(event, TextDelta):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+            wrote_text = True
+        elif isinstance(event, ToolCallStarted):
+            print(f"▸ {event.name} {_short(event.arguments)}", file=sys.stderr, flush=True)
+        elif isinstance(event, ToolCallFinished):
+            mark = "✓" if event.ok else "✗"
+            detail = (
+                "" if event.ok else f": {event.result.get('message', event.result.get('error'))}"
+            )
+            print(f"  {mark} {event.name}{detail}", file=sys.stderr, flush=True)
+        elif isinstance(event, CompactionStarted):
+            print(
+                f"(compacting: ~{event.estimated_tokens} of {event.limit} tokens)", file=sys.stderr
+            )
+        elif isinstance(event, Compacted):
+            print(
+                f"(compacted: ~{event.tokens_before} → ~{event.tokens_after} tokens)",
+                file=sys.stderr,
+            )
+        elif isinstance(event, CompactionFailed):
+            print(f"(compaction skipped: {event.message})", file=sys.stderr)
+        elif isinstance(event, TurnError):
+            if wrote_text:
+                sys.stdout.write("\n")
+            print(f"memdeck: error: {event.kind}: {event.message}", file=sys.stderr)
+            status = 1
+        elif isinstance(event, TurnDone) and wrote_text:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    return status
+
+
+def _run_ask(args: argparse.Namespace) -> int:
+    engine = _open(args, create=True)
+    try:
+        problem = engine.llm_problem
+        if problem:
+            raise CliError(problem)
+        try:
+            if args.session:
+                if not engine.sessions.exists(args.session):
+                    raise CliError(f"no session {args.session!r} (see `memdeck sessions`)")
+                session_id = args.session
+            else:
+                session_id = engine.sessions.create(args.title).id
+                print(f"session: {session_id}", file=sys.stderr)
+        except SessionError as exc:
+            raise CliError(str(exc)) from exc
+        if not args.bm25:
+            engine.memory.load_model()
+        for warning in engine.memory.sync().warnings:
+            print(f"memdeck: warning: {warning}", file=sys.stderr)
+        engine.triggers.switch_session(session_id)
+        status = asyncio.run(_stream_turn(engine, session_id, args.question))
+        if args.flush:
+            for event in engine.triggers.end_session(session_id):
+                _print_trigger(event)
+        return status
+    finally:
+        engine.close()
+
+
+# -- flush --
+
+
+def _configure_flush(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "session",
+        nargs="?",
+        help="session id (default: every session with messages not yet logged)",
+    )
+    _add_llm_flags(parser)
+
+
+def _run_flush(args: argparse.Namespace) -> int:
+    engine = _open(args, create=False)
+    try:
+        try:
+            if args.session and not engine.sessions.exists(args.session):
+                raise CliError(f"no session {args.session!r} (see `memdeck sessions`)")
+        except SessionError as exc:
+            raise CliError(str(exc)) from exc
+        ids = [args.session] if args.session else engine.flusher.sessions_with_unlogged()
+        if not ids:
+            print("nothing new to log")
+            return 0
+        events = engine.triggers.fire("manual", ids, "memdeck flush")
+        for event in events:
+            _print_trigger(event)
+        return 1 if any(e.outcome.status in ("skipped", "failed") for e in events) else 0
+    finally:
+        engine.close()
+
+
+# -- sessions --
+
+
+def _configure_sessions(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON object per session")
+    parser.add_argument("--rename", nargs=2, metavar=("ID", "TITLE"), help="give a session a title")
+    parser.add_argument("--delete", metavar="ID", help="flush a session, then move it to the trash")
+    _add_llm_flags(parser)
+
+
+def _run_sessions(args: argparse.Namespace) -> int:
+    engine = _open(args, create=False)
+    try:
+        try:
+            if args.rename:
+                info = engine.sessions.rename(*args.rename)
+                print(f"{info.id}: {info.title}")
+                return 0
+            if args.delete:
+                if not engine.sessions.exists(args.delete):
+                    raise CliError(f"no session {args.delete!r}")
+                trash, event = engine.triggers.delete_session(args.delete)
+                _print_trigger(event)
+                print(f"moved to {trash}")
+                return 0
+        except SessionError as exc:
+            raise CliError(str(exc)) from exc
+        infos = engine.sessions.list()
+        if args.json:
+            for info in infos:
+                row = {k: v for k, v in info.__dict__.items() if k != "path"}
+                print(json.dumps(row, ensure_ascii=False))
+            return 0
+        if not infos:
+            print('no sessions yet; start one with `memdeck ask "..."`')
+        for info in infos:
+            pending = f" · {info.unlogged_count} not logged" if info.unlogged_count else ""
+            print(
+                f"{info.id}  {(info.updated or '')[:16]:16}  {info.message_count:>4} msgs{pending}  {info.title}"
+            )
+        return 0
+    finally:
+        engine.close()
+
+
+command("ask", "ask one question (streams the answer; tool calls on stderr)")(
+    (_configure_ask, _run_ask)
+)
+command("flush", "log new messages of a session (or all) to the daily log now")(
+    (_configure_flush, _run_flush)
+)
+command("sessions", "list chat sessions (rename, delete)")((_configure_sessions, _run_sessions))

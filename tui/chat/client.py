@@ -1,0 +1,313 @@
+"""The OpenAI-compatible client: one place that decides which key goes where, streams, and
+turns every failure into an :class:`LLMError` with a clear kind and message.
+
+The ``openai`` SDK reads ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_ORG_ID`` and
+``OPENAI_CUSTOM_HEADERS`` from the environment on its own; every one of them is passed
+explicitly here so the SDK never adds a credential :mod:`tui.chat.config` did not choose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from .config import NO_KEY_PLACEHOLDER, Config
+from .events import ErrorKind
+
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,})")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with API keys removed: the given secrets and anything shaped like ``sk-...``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret != NO_KEY_PLACEHOLDER:
+            text = text.replace(secret, "[redacted]")
+    return _KEY_PATTERN.sub("sk-[redacted]", text)
+
+
+class LLMError(Exception):
+    """A request failed. ``kind`` is an :data:`~tui.chat.events.ErrorKind`; the message is
+    for the user and never contains a key."""
+
+    def __init__(self, kind: ErrorKind, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class AssembledToolCall:
+    """A tool call put together from streamed fragments."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class StreamText:
+    """A text fragment of the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class StreamUsage:
+    """Usage reported at the end of a stream."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """The answer is complete: its full text, its tool calls and why it stopped."""
+
+    text: str
+    tool_calls: tuple[AssembledToolCall, ...]
+    finish_reason: str | None
+
+
+StreamPiece = StreamText | StreamUsage | StreamEnd
+
+
+class LLMClient:
+    """Async streaming for chat turns, sync completions for summaries, for one :class:`Config`."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._sync: openai.OpenAI | None = None
+        self._async: dict[int, openai.AsyncOpenAI] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def problem(self) -> str | None:
+        """Why chat cannot work (one line telling how to configure it), or None."""
+        return self.config.llm_problem()
+
+    @property
+    def model(self) -> str | None:
+        return self.config.effective_model
+
+    @property
+    def summary_model(self) -> str | None:
+        return self.config.effective_summary_model
+
+    def _require(self) -> None:
+        problem = self.problem
+        if problem:
+            raise LLMError("config", problem)
+
+    def _client_options(self) -> dict[str, Any]:
+        config = self.config
+        key = config.api_key or NO_KEY_PLACEHOLDER
+        options: dict[str, Any] = {
+            "base_url": config.effective_base_url,
+            "api_key": key,
+            # An explicit Authorization header also drops one from OPENAI_CUSTOM_HEADERS.
+            "default_headers": {"Authorization": f"Bearer {key}"},
+            "timeout": config.request_timeout,
+            "max_retries": config.max_retries,
+        }
+        if not config.is_openai:
+            options["organization"] = ""
+            options["project"] = ""
+        return options
+
+    def sync_client(self) -> openai.OpenAI:
+        """The blocking client (shared; thread-safe)."""
+        with self._lock:
+            if self._sync is None:
+                self._sync = openai.OpenAI(**self._client_options())
+            return self._sync
+
+    def async_client(self) -> openai.AsyncOpenAI:
+        """The async client for the running event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._async.get(id(loop))
+            if client is None:
+                client = openai.AsyncOpenAI(**self._client_options())
+                self._async[id(loop)] = client
+            return client
+
+    def secrets(self) -> list[str | None]:
+        """Every key this process knows of, for :func:`redact`."""
+        return [
+            self.config.api_key,
+            os.environ.get("OPENAI_API_KEY"),
+            os.environ.get("MEMDECK_API_KEY"),
+        ]
+
+    def redact(self, text: str) -> str:
+        """``text`` without any key."""
+        return redact(text, self.secrets())
+
+    def _request(
+        self, messages: list[dict[str, Any]], model: str | None, tools: list[dict] | None
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": model or self.model, "messages": messages}
+        if tools:
+            request["tools"] = tools
+        if self.config.temperature is not None:
+            request["temperature"] = self.config.temperature
+        return request
+
+    async def stream_chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> AsyncIterator[StreamPiece]:
+        """Stream one answer: :class:`StreamText` pieces, maybe :class:`StreamUsage`, then one
+        :class:`StreamEnd`. Raises :class:`LLMError` on any failure (after text may have come)."""
+        self._require()
+        request = self._request(messages, model, tools)
+        request["stream"] = True
+        if self.config.stream_usage:
+            request["stream_options"] = {"include_usage": True}
+        started = False
+        text_parts: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish_reason: str | None = None
+        try:
+            stream = await self.async_client().chat.completions.create(**request)
+            async for chunk in stream:
+                started = True
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    yield StreamUsage(
+                        usage.prompt_tokens or 0,
+                        usage.completion_tokens or 0,
+                        usage.total_tokens or 0,
+                    )
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        text_parts.append(delta.content)
+                        yield StreamText(delta.content)
+                    for fragment in (delta.tool_calls or []) if delta is not None else []:
+                        call = calls.setdefault(
+                            fragment.index or 0, {"id": "", "name": "", "arguments": ""}
+                        )
+                        call["id"] += fragment.id or ""
+                        if fragment.function is not None:
+                            call["name"] += fragment.function.name or ""
+                            call["arguments"] += fragment.function.arguments or ""
+                    if choice.finish_reason:
+                        finish_reason = choice.finish_reason
+        except LLMError:
+            raise
+        except Exception as exc:  # every failure becomes one clear error event
+            raise self.classify(exc, mid_stream=started) from exc
+        if finish_reason is None:
+            raise LLMError(
+                "malformed",
+                "the answer stream ended before the server said it was finished "
+                "(the connection may have dropped)",
+            )
+        yield StreamEnd(
+            "".join(text_parts),
+            tuple(
+                AssembledToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"])
+                for i, c in sorted(calls.items())
+            ),
+            finish_reason,
+        )
+
+    async def acomplete(self, messages: list[dict[str, Any]], *, model: str | None = None) -> str:
+        """One non-streamed answer's text (compaction summaries). Raises :class:`LLMError`."""
+        self._require()
+        try:
+            response = await self.async_client().chat.completions.create(
+                **self._request(messages, model, None)
+            )
+        except Exception as exc:
+            raise self.classify(exc) from exc
+        return _answer_text(response)
+
+    def complete(self, messages: list[dict[str, Any]], *, model: str | None = None) -> str:
+        """One non-streamed answer's text, blocking (flush summaries). Raises :class:`LLMError`."""
+        self._require()
+        try:
+            response = self.sync_client().chat.completions.create(
+                **self._request(messages, model, None)
+            )
+        except Exception as exc:
+            raise self.classify(exc) from exc
+        return _answer_text(response)
+
+    def classify(self, exc: BaseException, *, mid_stream: bool = False) -> LLMError:
+        """Turn any exception from a request into an :class:`LLMError` a user can act on."""
+        url = self.config.effective_base_url
+        detail = self.redact(_server_message(exc))
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError(
+                "timeout", f"{url} did not answer within {self.config.request_timeout:g} s"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            if mid_stream:
+                return LLMError("malformed", f"the answer stream from {url} broke off ({detail})")
+            return LLMError("connection", f"could not connect to {url} ({detail})")
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            hint = self.config.withheld_key or (
+                "no API key is configured for this server"
+                if not self.config.api_key
+                else f"check the key from {self.config.api_key_source}"
+            )
+            return LLMError(
+                "auth", f"{url} refused the request ({exc.status_code}: {detail}); {hint}"
+            )
+        if isinstance(exc, openai.RateLimitError):
+            retry_after = _retry_after(exc)
+            wait = f"; retry in {retry_after:g} s" if retry_after is not None else ""
+            return LLMError("rate_limit", f"rate limited by {url} ({detail}){wait}", retry_after)
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code >= 500:
+                return LLMError("server", f"{url} failed ({exc.status_code}: {detail})")
+            return LLMError(
+                "bad_request", f"{url} rejected the request ({exc.status_code}: {detail})"
+            )
+        if isinstance(exc, json.JSONDecodeError | openai.APIResponseValidationError | ValueError):
+            return LLMError("malformed", f"{url} sent an answer that could not be read ({detail})")
+        if isinstance(exc, openai.OpenAIError):
+            return LLMError("bad_request", detail)
+        return LLMError("internal", f"{type(exc).__name__}: {detail}")
+
+
+def _server_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+    message = str(exc) or type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    if message in ("Connection error.", "Request timed out.") and cause is not None:
+        message = f"{message.rstrip('.')}: {cause}" if str(cause) else message
+    return message
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after") if exc.response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _answer_text(response: Any) -> str:
+    if not getattr(response, "choices", None):
+        raise LLMError("malformed", "the server's answer had no choices")
+    return response.choices[0].message.content or ""

@@ -1,0 +1,233 @@
+"""What a chat turn and the memory triggers report, as small frozen dataclasses.
+
+A UI renders a turn by iterating :meth:`tui.chat.chat.ChatEngine.run_turn` and matching on
+these types; trigger listeners (:class:`tui.chat.triggers.TriggerManager`) receive
+:class:`FlushStarted` and :class:`TriggerEvent`. Nothing here holds secrets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..engine.inject import InjectionReport
+
+#: Why a turn ended early. ``config``: no LLM configured; ``connection``: the server could not
+#: be reached; ``auth``: 401/403; ``rate_limit``: 429; ``server``: 5xx; ``timeout``: no answer in
+#: time; ``malformed``: a broken stream; ``bad_request``: another 4xx; ``tool_loop``: the model
+#: kept calling tools past the limit; ``internal``: a bug in memdeck (the message says what).
+ErrorKind = Literal[
+    "config",
+    "connection",
+    "auth",
+    "rate_limit",
+    "server",
+    "timeout",
+    "malformed",
+    "bad_request",
+    "tool_loop",
+    "internal",
+]
+
+#: What a flush did: ``flushed`` N messages; ``nothing_new`` to log; ``skipped`` (no model,
+#: endpoint down: retried at the next trigger); ``failed`` (an unexpected error; also retried).
+FlushStatus = Literal["flushed", "nothing_new", "skipped", "failed"]
+
+#: Every trigger that can start a daily-log flush.
+TriggerName = Literal[
+    "session_switch",
+    "session_end",
+    "session_delete",
+    "app_quit",
+    "background",
+    "day_change",
+    "idle",
+    "pre_compaction",
+    "manual",
+]
+
+
+# -- a turn --
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    """The user's message is in the transcript (it stays there whatever happens next)."""
+
+    session_id: str
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class InjectionBuilt:
+    """The memory block put into this turn's system prompt, and the builder's report."""
+
+    session_id: str
+    text: str
+    report: InjectionReport
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the assistant's streamed answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    """The model called a tool; it is about to run locally.
+
+    ``arguments`` is the parsed JSON object (``{}`` when the model sent invalid JSON; the raw
+    text is in ``raw_arguments``). ``silent`` marks calls made during the pre-compaction
+    memory-flush turn, which the user did not ask for.
+    """
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = ""
+    silent: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    """A tool ran. ``result`` is what the model receives (a JSON-able dict); ``ok`` is False
+    for validation errors, refused paths and failures (``result["error"]`` says why)."""
+
+    call_id: str
+    name: str
+    result: dict[str, Any]
+    ok: bool
+    silent: bool = False
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage the server reported for one request (a turn may make several)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
+class TurnError:
+    """The turn ended early. The user's message and everything before the error are kept."""
+
+    kind: ErrorKind
+    message: str
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    """The session reached ``context_window - compaction_reserve`` estimated tokens."""
+
+    session_id: str
+    estimated_tokens: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """Older turns were summarised into a ``compaction`` line; later requests carry the summary."""
+
+    session_id: str
+    summary: str
+    dropped_before: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
+class CompactionFailed:
+    """Compaction could not summarise (the model failed); the turn goes on uncompacted."""
+
+    session_id: str
+    kind: ErrorKind
+    message: str
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    """The assistant's final answer is in the transcript."""
+
+    session_id: str
+    message_id: str
+    text: str
+    finish_reason: str | None
+
+
+ChatEvent = (
+    TurnStarted
+    | InjectionBuilt
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | Usage
+    | TurnError
+    | CompactionStarted
+    | Compacted
+    | CompactionFailed
+    | TurnDone
+)
+
+
+# -- flushes and triggers --
+
+
+@dataclass(frozen=True)
+class FlushOutcome:
+    """What one flush of one session did.
+
+    ``messages`` counts the user/assistant messages summarised; ``first``/``last`` are their
+    1-based positions in the session; ``facts`` the long-term facts added to MEMORY.md;
+    ``detail`` a one-line human explanation (the reason for a skip or a failure).
+    """
+
+    status: FlushStatus
+    session_id: str | None = None
+    messages: int = 0
+    first: int | None = None
+    last: int | None = None
+    facts: int = 0
+    flush_id: str | None = None
+    daily_log: str | None = None
+    detail: str = ""
+    recovered: bool = False
+
+    @property
+    def summary(self) -> str:
+        """One line for a status bar."""
+        if self.status == "flushed":
+            facts = f", {self.facts} fact{'s' if self.facts != 1 else ''}" if self.facts else ""
+            return f"logged {self.messages} message{'s' if self.messages != 1 else ''}{facts}"
+        if self.status == "nothing_new":
+            return "nothing new to log"
+        return f"{self.status}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class FlushStarted:
+    """A trigger fired and its flush is starting (a UI can show a spinner)."""
+
+    trigger: TriggerName
+    reason: str
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class TriggerEvent:
+    """A trigger fired and its flush finished, with the outcome. One per session flushed."""
+
+    trigger: TriggerName
+    reason: str
+    session_id: str | None
+    outcome: FlushOutcome
+    at: datetime = field(default_factory=lambda: datetime.now().astimezone())
+
+
+TriggerListenerEvent = FlushStarted | TriggerEvent

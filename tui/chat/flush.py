@@ -1,0 +1,392 @@
+"""Daily-log flush (RFC-013 DailyLogWriter, DESIGN §7): new messages of a session, summarised
+into ``## Daily Summary`` and ``## Long-term Facts``, logged exactly once.
+
+How exactly-once holds (a journal in the session's own append-only JSONL):
+
+1. Under the session's flush lock (a thread lock in this process and a file lock across
+   processes), an interrupted flush is finished first (step 4 onwards).
+2. The messages after the pointer (``last_logged_message_id``, the ``to_id`` of the last
+   ``flush``/``done`` line) are summarised by the summary model. Nothing is written before
+   the answer, so a crash here only repeats the request.
+3. A ``flush``/``prepared`` line records the flush id, the message range, the day and the
+   parsed summary and facts. From here on the outcome is fixed: a restart replays exactly
+   this, never asks the model again.
+4. The summary is appended to the daily log under a heading naming the session and the range,
+   carrying ``<!-- mem src=auto flush=<id> -->``; the append is skipped when a heading with
+   that id is already there.
+5. The facts go to MEMORY.md (``conf=medium src=auto flush=<id>``) in one atomic edit that is a
+   no-op when an entry with that tag exists.
+6. Both files are indexed.
+7. A ``flush``/``done`` line moves the pointer.
+
+A crash between any two steps leaves a ``prepared`` line without ``done``; the next flush of
+that session (any trigger, any process) finishes it without duplicating step 4 or 5, and no
+message is skipped because the pointer only moves in step 7. ``MEMDECK_CRASH_AT=<point>``
+kills the process with SIGKILL at one of :data:`CRASH_POINTS` (inert otherwise) so tests can
+prove it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from typing import Any
+
+from filelock import Timeout
+
+from ..engine.engine import MemoryEngine
+from ..engine.fileio import lock_for
+from ..engine.metadata import EntryMeta, format_meta
+from ..engine.store import EntryBatch, has_tag, normalize_entry_text
+from ..engine.workspace import MEMORY_FILE
+from .client import LLMClient, LLMError
+from .events import FlushOutcome, TriggerName
+from .sessions import Message, SessionError, SessionStore, Transcript
+from .tools import split_statement
+
+CRASH_ENV = "MEMDECK_CRASH_AT"
+#: Named points where ``MEMDECK_CRASH_AT`` kills the process (fault injection for tests).
+CRASH_POINTS = (
+    "before_llm_answer",
+    "after_prepare",
+    "after_daily_append",
+    "after_memory_write",
+    "before_pointer",
+)
+#: Messages summarised per flush at most; a longer backlog is flushed in several rounds.
+MAX_MESSAGES_PER_FLUSH = 200
+#: Characters of one message given to the summary model.
+MAX_MESSAGE_CHARS = 4000
+
+SUMMARY_SYSTEM_PROMPT = """You are a memory extraction assistant. Your job is to summarize \
+conversations and extract important long-term facts. Be concise and factual. Format your \
+response exactly as requested with the two sections ## Daily Summary and ## Long-term Facts."""
+
+SUMMARY_INSTRUCTIONS = """Summarize the following conversation. Provide two sections:
+
+## Daily Summary
+A concise summary of key topics discussed, decisions made, tasks completed,
+and any notable information. Use bullet points.
+
+## Long-term Facts
+Extract any stable facts, user preferences, or important knowledge that should
+be remembered permanently, one bullet each, each a self-contained statement. If none, write "None".
+
+---
+Conversation:
+"""
+
+_DAILY_RE = re.compile(
+    r"##\s*Daily Summary\s*\n(.*?)(?=^##\s*Long-term Facts|\Z)", re.S | re.I | re.M
+)
+_FACTS_RE = re.compile(r"^##\s*Long-term Facts\s*\n(.*)\Z", re.S | re.I | re.M)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
+
+_process_locks: dict[tuple[str, str], threading.Lock] = {}
+_process_locks_guard = threading.Lock()
+
+
+def crash_point(name: str) -> None:
+    """Fault injection: SIGKILL this process if ``MEMDECK_CRASH_AT`` names this point."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def parse_summary(text: str) -> tuple[str, list[str]]:
+    """Split a summary answer into the daily summary and a list of long-term facts.
+
+    Without the section headings the whole answer is the summary; "None" means no facts.
+    Headings inside the summary are demoted so they cannot break the daily log's structure.
+    """
+    text = text.strip()
+    daily_match = _DAILY_RE.search(text)
+    facts_match = _FACTS_RE.search(text)
+    if daily_match:
+        summary = daily_match.group(1)
+    elif facts_match:
+        summary = text[: facts_match.start()]
+    else:
+        summary = text
+    summary_lines = [
+        _HEADING.sub("### ", line) if _HEADING.match(line) else line.rstrip()
+        for line in summary.strip().splitlines()
+    ]
+    facts: list[str] = []
+    if facts_match:
+        for line in facts_match.group(1).splitlines():
+            fact = _BULLET.sub("", line).strip()
+            if not fact or _HEADING.match(line) or fact.strip(".").lower() in ("none", "n/a"):
+                continue
+            facts.append(fact)
+    return "\n".join(summary_lines).strip(), facts
+
+
+def build_summary_request(title: str, messages: Sequence[Message]) -> list[dict[str, str]]:
+    """The chat messages sent to the summary model."""
+    lines = []
+    for message in messages:
+        if not message.content.strip():
+            continue  # an assistant turn that only called tools
+        role = "User" if message.role == "user" else "Assistant"
+        content = message.content.strip()
+        if len(content) > MAX_MESSAGE_CHARS:
+            content = content[:MAX_MESSAGE_CHARS] + " […]"
+        lines.append(f"{role}: {content}")
+    prompt = f"{SUMMARY_INSTRUCTIONS}(session: {title})\n\n" + "\n\n".join(lines)
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM_PROMPT},
+        {"role": "user", "content": prompt},
+    ]
+
+
+def _message_day(message: Message) -> date:
+    try:
+        return datetime.fromisoformat(message.timestamp).astimezone().date()
+    except ValueError:
+        return date.today()
+
+
+def _clean_title(title: str) -> str:
+    return re.sub(r"[<>\"#`]", "", " ".join(title.split()))[:80] or "untitled"
+
+
+class DailyLogFlusher:
+    """Summarises a session's new messages into the daily log and MEMORY.md, exactly once.
+
+    Blocking (a network request and file writes): call it from a thread, the CLI, or through
+    :class:`tui.chat.triggers.TriggerManager`. Safe to call from many threads and processes.
+    """
+
+    def __init__(
+        self,
+        memory: MemoryEngine,
+        sessions: SessionStore,
+        llm: LLMClient,
+        *,
+        max_messages: int = MAX_MESSAGES_PER_FLUSH,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.memory = memory
+        self.sessions = sessions
+        self.llm = llm
+        self.max_messages = max_messages
+        self.clock = clock or (lambda: datetime.now().astimezone())
+
+    # -- locking --
+
+    def _thread_lock(self, session_id: str) -> threading.Lock:
+        key = (str(self.memory.workspace.root), session_id)
+        with _process_locks_guard:
+            return _process_locks.setdefault(key, threading.Lock())
+
+    def _lock_timeout(self) -> float:
+        config = self.llm.config
+        return config.request_timeout * (config.max_retries + 1) + 30.0
+
+    # -- public --
+
+    def flush_session(
+        self, session_id: str, *, trigger: TriggerName = "manual", reason: str = ""
+    ) -> FlushOutcome:
+        """Log the session's new messages (all of them, in rounds of ``max_messages``).
+
+        Returns ``flushed``, ``nothing_new``, ``skipped`` (no model / endpoint down: the pointer
+        did not move, the next trigger retries) or ``failed``. Never raises for those cases.
+        """
+        try:
+            self.sessions.path(session_id)
+        except SessionError as exc:
+            return FlushOutcome("failed", session_id, detail=str(exc))
+        if not self.sessions.exists(session_id):
+            return FlushOutcome("skipped", session_id, detail=f"no session {session_id!r}")
+        file_lock = lock_for(self.sessions.root / f"{session_id}.flush")
+        with self._thread_lock(session_id):
+            try:
+                with file_lock.acquire(timeout=self._lock_timeout()):
+                    return self._flush_locked(session_id, trigger, reason)
+            except Timeout:
+                return FlushOutcome(
+                    "failed", session_id, detail="another flush of this session is still running"
+                )
+
+    def sessions_with_unlogged(self) -> list[str]:
+        """Ids of sessions with conversation not yet logged, or a flush left half-way."""
+        found = []
+        for session_id in self.sessions.ids():
+            transcript = self.sessions.load(session_id)
+            if transcript.pending_flush() is not None or any(
+                m.is_conversation for m in transcript.unlogged_messages()
+            ):
+                found.append(session_id)
+        return found
+
+    # -- the flush --
+
+    def _flush_locked(self, session_id: str, trigger: str, reason: str) -> FlushOutcome:
+        total: FlushOutcome | None = None
+        pending = self.sessions.load(session_id).pending_flush()
+        if pending is not None:
+            total = self._apply(session_id, pending.data, recovered=True)
+        while True:
+            outcome = self._flush_round(session_id, trigger, reason)
+            if outcome.status != "flushed":
+                if total is not None and outcome.status == "nothing_new":
+                    return total
+                if total is not None:  # logged some, then stopped: report both
+                    return _merge(total, outcome, status=outcome.status)
+                return outcome
+            total = outcome if total is None else _merge(total, outcome)
+
+    def _flush_round(self, session_id: str, trigger: str, reason: str) -> FlushOutcome:
+        transcript = self.sessions.load(session_id)
+        new = transcript.unlogged_messages()
+        if not new:
+            return FlushOutcome("nothing_new", session_id, detail="no new messages")
+        batch = new[: self.max_messages]
+        conversation = [m for m in batch if m.is_conversation]
+        base = {
+            "type": "flush",
+            "flush_id": secrets.token_hex(4),
+            "from_id": batch[0].id,
+            "to_id": batch[-1].id,
+            "trigger": trigger,
+        }
+        if not conversation:
+            # Only silent or incomplete messages: nothing to summarise, the pointer moves on.
+            self.sessions.append(session_id, {**base, "phase": "done", "count": 0})
+            return FlushOutcome("nothing_new", session_id, detail="no new conversation")
+        problem = self.llm.problem
+        if problem:
+            return FlushOutcome("skipped", session_id, len(conversation), detail=problem)
+        crash_point("before_llm_answer")
+        try:
+            answer = self.llm.complete(
+                build_summary_request(transcript.display_title, conversation),
+                model=self.llm.summary_model,
+            )
+        except LLMError as exc:
+            return FlushOutcome(
+                "skipped", session_id, len(conversation), detail=f"{exc.kind}: {exc.message}"
+            )
+        summary, facts = parse_summary(answer)
+        if not summary and not facts:
+            return FlushOutcome(
+                "skipped", session_id, len(conversation), detail="the model returned no summary"
+            )
+        record = {
+            **base,
+            "phase": "prepared",
+            "first": conversation[0].index,
+            "last": conversation[-1].index,
+            "count": len(conversation),
+            "day": _message_day(conversation[-1]).isoformat(),
+            "time": self.clock().strftime("%H:%M"),
+            "title": _clean_title(transcript.display_title),
+            "reason": reason,
+            "summary": summary,
+            "facts": facts,
+        }
+        self.sessions.append(session_id, record)
+        crash_point("after_prepare")
+        return self._apply(session_id, record, recovered=False)
+
+    def _apply(self, session_id: str, record: dict[str, Any], *, recovered: bool) -> FlushOutcome:
+        """Steps 4-7 for a ``prepared`` record; each step is skipped if it already happened."""
+        flush_id = str(record["flush_id"])
+        day = date.fromisoformat(str(record["day"]))
+        store = self.memory.store
+        daily_path = self.memory.workspace.daily_log(day)
+        daily_rel = self.memory.workspace.relative(daily_path)
+        existing = daily_path.read_text(encoding="utf-8") if daily_path.exists() else ""
+        summary = str(record.get("summary") or "")
+        if summary and not has_tag(existing, "flush", flush_id):
+            meta = format_meta(
+                EntryMeta(source="auto", extra={"flush": flush_id, "session": session_id})
+            )
+            heading = (
+                f"## {record.get('time', '')} · {record.get('title', session_id)} · "
+                f"messages {record.get('first')}–{record.get('last')} {meta}"
+            )
+            lead = "\n" if existing.strip() else ""
+            store.append_daily(f"{lead}{heading}\n\n{summary}\n", day)
+        crash_point("after_daily_append")
+        facts = self._new_facts(record.get("facts") or [])
+        added = store.add_entries(
+            EntryBatch(facts, "medium", "auto", day, {"flush": flush_id}),
+            unless_tagged=("flush", flush_id),
+        )
+        crash_point("after_memory_write")
+        embed = self.memory.model_loaded
+        if summary:
+            self.memory.index.sync_file(daily_rel, embed=embed)
+        self.memory.index.sync_file(MEMORY_FILE, embed=embed)
+        crash_point("before_pointer")
+        self.sessions.append(
+            session_id,
+            {
+                "type": "flush",
+                "phase": "done",
+                "flush_id": flush_id,
+                "from_id": record.get("from_id"),
+                "to_id": record.get("to_id"),
+                "count": record.get("count", 0),
+                "facts_added": len(added),
+            },
+        )
+        return FlushOutcome(
+            "flushed",
+            session_id,
+            messages=int(record.get("count") or 0),
+            first=record.get("first"),
+            last=record.get("last"),
+            facts=len(added),
+            flush_id=flush_id,
+            daily_log=daily_rel if summary else None,
+            detail="finished an interrupted flush" if recovered else "",
+            recovered=recovered,
+        )
+
+    def _new_facts(self, facts: Sequence[str]) -> list[str]:
+        """Facts not already in MEMORY.md (same words, or the same subject and value as an
+        entry, see :func:`tui.chat.tools.split_statement`) and never forgotten or superseded."""
+        active = [e.text for e in self.memory.store.entries() if e.active]
+        known = {normalize_entry_text(text) for text in active}
+        known |= self.memory.store.retired_texts()
+        statements = {s for s in map(split_statement, active) if s is not None}
+        fresh: list[str] = []
+        for fact in map(str, facts):
+            key = normalize_entry_text(fact)
+            statement = split_statement(fact)
+            if not key or key in known or (statement is not None and statement in statements):
+                continue
+            known.add(key)
+            if statement is not None:
+                statements.add(statement)
+            fresh.append(fact)
+        return fresh
+
+    def transcript(self, session_id: str) -> Transcript:
+        """The session's transcript (for callers that show flush state)."""
+        return self.sessions.load(session_id)
+
+
+def _merge(a: FlushOutcome, b: FlushOutcome, *, status: str | None = None) -> FlushOutcome:
+    """Two rounds of one flush reported as one outcome."""
+    return FlushOutcome(
+        status=status or "flushed",  # type: ignore[arg-type]
+        session_id=a.session_id,
+        messages=a.messages + (b.messages if b.status == "flushed" else 0),
+        first=a.first if a.first is not None else b.first,
+        last=b.last if b.status == "flushed" and b.last is not None else a.last,
+        facts=a.facts + b.facts,
+        flush_id=b.flush_id if b.status == "flushed" else a.flush_id,
+        daily_log=b.daily_log or a.daily_log,
+        detail=b.detail if status else a.detail,
+        recovered=a.recovered or b.recovered,
+    )

@@ -1,0 +1,399 @@
+"""Session transcripts: ``sessions/<id>.jsonl``, append-only, one JSON object per line.
+
+Line types (DESIGN §2, clawhive §6.2)::
+
+    {"type": "session", "version": 1, "id": ..., "timestamp": ..., "title": ...}
+    {"type": "message", "id": ..., "timestamp": ..., "role": "user"|"assistant", "content": ...}
+    {"type": "tool_call", "id": <call id>, "message_id": <assistant message>, "tool": ..., "input": {...}}
+    {"type": "tool_result", "id": <call id>, "tool": ..., "ok": true, "output": {...}}
+    {"type": "compaction", "id": ..., "summary": ..., "dropped_before": <message id>, ...}
+    {"type": "model_change", "id": ..., "model": ...}
+    {"type": "flush", "phase": "prepared"|"done", "flush_id": ..., "from_id": ..., "to_id": ..., ...}
+    {"type": "error", "timestamp": ..., "kind": ..., "message": ...}
+
+A later ``session`` line updates the metadata (a rename); nothing is ever rewritten. Messages
+may carry ``silent: true`` (the pre-compaction memory-flush turn, not shown and not summarised)
+or ``incomplete: true`` (a streamed answer cut short by an error). Deleting a session flushes
+it first, then moves the file to ``sessions/.trash/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..engine.fileio import append_text
+from ..engine.workspace import Workspace
+
+SESSION_VERSION = 1
+TRASH_DIR = ".trash"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,80}$")
+#: Roles whose messages are conversation (summarised by a flush, sent back to the model).
+CONVERSATION_ROLES = ("user", "assistant")
+
+
+class SessionError(Exception):
+    """A session that does not exist or an id that is not valid, worded for the user."""
+
+
+def now_iso() -> str:
+    """Local time with offset, seconds precision (what every line's ``timestamp`` holds)."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def new_id(prefix: str = "") -> str:
+    """A short random id for a line."""
+    return prefix + secrets.token_hex(4)
+
+
+@dataclass(frozen=True)
+class Message:
+    """A ``message`` line. ``index`` is its 1-based position among the session's messages."""
+
+    id: str
+    role: str
+    content: str
+    timestamp: str
+    index: int
+    silent: bool = False
+    incomplete: bool = False
+    tool_call_ids: tuple[str, ...] = ()
+
+    @property
+    def is_conversation(self) -> bool:
+        """A user or assistant message that a flush summarises and a request replays."""
+        return self.role in CONVERSATION_ROLES and not self.silent and not self.incomplete
+
+
+@dataclass(frozen=True)
+class FlushRecord:
+    """A ``flush`` line: ``prepared`` carries the summary to apply, ``done`` moves the pointer."""
+
+    phase: str
+    flush_id: str
+    from_id: str | None
+    to_id: str | None
+    data: dict[str, Any]
+
+
+@dataclass
+class Transcript:
+    """Everything in one session file, parsed. ``records`` keeps every line in order."""
+
+    session_id: str
+    title: str | None = None
+    created: str | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def flushes(self) -> list[FlushRecord]:
+        """Every ``flush`` line, oldest first."""
+        return [
+            FlushRecord(
+                r.get("phase", ""),
+                str(r.get("flush_id", "")),
+                r.get("from_id"),
+                r.get("to_id"),
+                r,
+            )
+            for r in self.records
+            if r.get("type") == "flush"
+        ]
+
+    @property
+    def last_logged_message_id(self) -> str | None:
+        """The pointer: the last message a completed flush covered (None: nothing logged yet)."""
+        done = [f for f in self.flushes if f.phase == "done" and f.to_id]
+        return done[-1].to_id if done else None
+
+    def pending_flush(self) -> FlushRecord | None:
+        """A ``prepared`` flush without its ``done`` line (a flush interrupted half-way)."""
+        done = {f.flush_id for f in self.flushes if f.phase == "done"}
+        for record in reversed(self.flushes):
+            if record.phase == "prepared" and record.flush_id not in done:
+                return record
+        return None
+
+    def messages_after(self, message_id: str | None) -> list[Message]:
+        """Messages after ``message_id`` in file order (all of them when it is None or unknown)."""
+        if message_id is None:
+            return list(self.messages)
+        for position, message in enumerate(self.messages):
+            if message.id == message_id:
+                return self.messages[position + 1 :]
+        return list(self.messages)
+
+    def unlogged_messages(self) -> list[Message]:
+        """Messages after the pointer (including silent and incomplete ones)."""
+        return self.messages_after(self.last_logged_message_id)
+
+    @property
+    def model(self) -> str | None:
+        """The model of the latest ``model_change`` line."""
+        for record in reversed(self.records):
+            if record.get("type") == "model_change":
+                return record.get("model")
+        return None
+
+    @property
+    def last_compaction(self) -> dict[str, Any] | None:
+        """The latest ``compaction`` line."""
+        for record in reversed(self.records):
+            if record.get("type") == "compaction":
+                return record
+        return None
+
+    @property
+    def display_title(self) -> str:
+        """The title, else the start of the first user message, else ``New session``."""
+        if self.title:
+            return self.title
+        for message in self.messages:
+            if message.role == "user" and message.content.strip():
+                first = " ".join(message.content.split())
+                return first[:57] + "…" if len(first) > 58 else first
+        return "New session"
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of the session list."""
+
+    id: str
+    title: str
+    created: str | None
+    updated: str | None
+    message_count: int
+    unlogged_count: int
+    last_logged_message_id: str | None
+    model: str | None
+    path: Path
+
+
+class SessionStore:
+    """The ``sessions/`` folder of a workspace. Safe to share between threads and processes:
+    every line is appended under the file's lock and fsynced."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.root = workspace.sessions_dir
+        self.trash = self.root / TRASH_DIR
+        self._cache: dict[str, tuple[tuple[int, int], Transcript]] = {}
+        self._cache_lock = threading.Lock()
+
+    # -- paths --
+
+    def path(self, session_id: str) -> Path:
+        """The JSONL file of ``session_id`` (validated: no path tricks)."""
+        if not isinstance(session_id, str) or not _ID.match(session_id):
+            raise SessionError(f"not a valid session id: {session_id!r}")
+        return self.root / f"{session_id}.jsonl"
+
+    def exists(self, session_id: str) -> bool:
+        """True when the session has a transcript."""
+        return self.path(session_id).is_file()
+
+    def _require(self, session_id: str) -> Path:
+        path = self.path(session_id)
+        if not path.is_file():
+            raise SessionError(f"no session {session_id!r} in {self.root}")
+        return path
+
+    # -- listing --
+
+    def ids(self) -> list[str]:
+        """Ids of every session (not in the trash), oldest first by name."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.stem for p in self.root.glob("*.jsonl") if _ID.match(p.stem))
+
+    def list(self) -> list[SessionInfo]:
+        """Every session, most recently updated first."""
+        infos = [self.info(session_id) for session_id in self.ids()]
+        return sorted(infos, key=lambda i: (i.updated or "", i.id), reverse=True)
+
+    def info(self, session_id: str) -> SessionInfo:
+        """One session's list row."""
+        transcript = self.load(session_id)
+        path = self.path(session_id)
+        updated = None
+        for record in reversed(transcript.records):
+            if record.get("timestamp"):
+                updated = record["timestamp"]
+                break
+        conversation = [m for m in transcript.messages if m.is_conversation]
+        unlogged = [m for m in transcript.unlogged_messages() if m.is_conversation]
+        return SessionInfo(
+            id=session_id,
+            title=transcript.display_title,
+            created=transcript.created,
+            updated=updated,
+            message_count=len(conversation),
+            unlogged_count=len(unlogged),
+            last_logged_message_id=transcript.last_logged_message_id,
+            model=transcript.model,
+            path=path,
+        )
+
+    # -- reading --
+
+    def load(self, session_id: str) -> Transcript:
+        """Parse the whole transcript (cached by file size and mtime).
+
+        A torn last line (a crash mid-append) or any unparsable line is skipped with a warning.
+        """
+        path = self._require(session_id)
+        stat = path.stat()
+        key = (stat.st_size, stat.st_mtime_ns)
+        with self._cache_lock:
+            cached = self._cache.get(session_id)
+            if cached and cached[0] == key:
+                return cached[1]
+        transcript = _parse(session_id, path.read_bytes())
+        with self._cache_lock:
+            self._cache[session_id] = (key, transcript)
+        return transcript
+
+    # -- writing --
+
+    def create(self, title: str | None = None, *, session_id: str | None = None) -> SessionInfo:
+        """Start a new session file with its ``session`` line."""
+        session_id = session_id or datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        path = self.path(session_id)
+        if path.exists():
+            raise SessionError(f"session {session_id!r} already exists")
+        self.root.mkdir(parents=True, exist_ok=True)
+        record: dict[str, Any] = {
+            "type": "session",
+            "version": SESSION_VERSION,
+            "id": session_id,
+            "timestamp": now_iso(),
+        }
+        if title:
+            record["title"] = title
+        self._append_line(path, record)
+        return self.info(session_id)
+
+    def append(self, session_id: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Append one line (a ``timestamp`` is added when missing); return the record written."""
+        path = self._require(session_id)
+        record = {**record}
+        record.setdefault("timestamp", now_iso())
+        self._append_line(path, record)
+        return record
+
+    def append_message(self, session_id: str, role: str, content: str, **extra: Any) -> str:
+        """Append a ``message`` line and return its id."""
+        message_id = extra.pop("id", None) or new_id("m")
+        self.append(
+            session_id,
+            {"type": "message", "id": message_id, "role": role, "content": content, **extra},
+        )
+        return message_id
+
+    def rename(self, session_id: str, title: str) -> SessionInfo:
+        """Give the session a title (a new ``session`` line; the old ones stay)."""
+        title = " ".join(title.split())
+        if not title:
+            raise SessionError("a session title cannot be empty")
+        self.append(
+            session_id,
+            {"type": "session", "version": SESSION_VERSION, "id": session_id, "title": title},
+        )
+        return self.info(session_id)
+
+    def delete(
+        self, session_id: str, flush: Callable[[str], Any] | None = None
+    ) -> tuple[Path, Any]:
+        """Flush the session (``flush(session_id)``), then move it to ``sessions/.trash/``.
+
+        The transcript is never destroyed: it can be brought back with :meth:`restore`.
+        Returns the trash path and whatever ``flush`` returned (the flush outcome).
+        """
+        path = self._require(session_id)
+        outcome = flush(session_id) if flush is not None else None
+        self.trash.mkdir(parents=True, exist_ok=True)
+        target = self.trash / path.name
+        if target.exists():
+            target = self.trash / f"{session_id}.{datetime.now().strftime('%Y%m%d%H%M%S%f')}.jsonl"
+        os.replace(path, target)
+        with self._cache_lock:
+            self._cache.pop(session_id, None)
+        return target, outcome
+
+    def trashed(self) -> list[Path]:
+        """Transcripts in the trash."""
+        return sorted(self.trash.glob("*.jsonl")) if self.trash.is_dir() else []
+
+    def restore(self, session_id: str) -> SessionInfo:
+        """Move a deleted session back from the trash."""
+        source = self.trash / f"{self.path(session_id).name}"
+        if not source.exists():
+            raise SessionError(f"session {session_id!r} is not in the trash")
+        target = self.path(session_id)
+        if target.exists():
+            raise SessionError(f"session {session_id!r} exists; not overwriting it")
+        os.replace(source, target)
+        return self.info(session_id)
+
+    def _append_line(self, path: Path, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        append_text(path, line + "\n")
+
+
+def _parse(session_id: str, data: bytes) -> Transcript:
+    transcript = Transcript(session_id=session_id)
+    text = data.decode("utf-8", errors="replace")
+    tool_calls: dict[str, list[str]] = {}
+    raw_messages: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            transcript.warnings.append(f"line {number}: not valid JSON, skipped")
+            continue
+        if not isinstance(record, dict):
+            transcript.warnings.append(f"line {number}: not a JSON object, skipped")
+            continue
+        transcript.records.append(record)
+        kind = record.get("type")
+        if kind == "session":
+            transcript.created = transcript.created or record.get("timestamp")
+            if record.get("title"):
+                transcript.title = str(record["title"])
+        elif kind == "message" and record.get("id"):
+            raw_messages.append(record)
+        elif kind == "tool_call" and record.get("message_id"):
+            tool_calls.setdefault(str(record["message_id"]), []).append(str(record.get("id")))
+    for index, record in enumerate(raw_messages, start=1):
+        transcript.messages.append(
+            Message(
+                id=str(record["id"]),
+                role=str(record.get("role", "")),
+                content=str(record.get("content") or ""),
+                timestamp=str(record.get("timestamp", "")),
+                index=index,
+                silent=bool(record.get("silent")),
+                incomplete=bool(record.get("incomplete")),
+                tool_call_ids=tuple(tool_calls.get(str(record["id"]), ())),
+            )
+        )
+    return transcript
+
+
+def iter_records(transcript: Transcript, types: Iterable[str]) -> list[dict[str, Any]]:
+    """The transcript's lines of the given types, in order."""
+    wanted = set(types)
+    return [r for r in transcript.records if r.get("type") in wanted]
