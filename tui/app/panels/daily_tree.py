@@ -169,6 +169,7 @@ New entries appear as flushes write them.
     @on(DailyLogsLoaded)
     def _rebuild(self, message: DailyLogsLoaded) -> None:
         first_load = not self.logs
+        known = {log.path for log in self.logs}
         self.logs = message.logs
         tree = self.query_one("#daily-tree", Tree)
         expanded = {node.data.key for node in _walk(tree.root) if node.data and node.is_expanded}
@@ -187,11 +188,12 @@ New entries appear as flushes write them.
                 )
             if not log.entries:
                 log_node.allow_expand = False
-        if first_load and months:
-            expanded |= {next(iter(months))}
-            if self.logs:
-                expanded.add(self.logs[0].path)
-                self._shown = (self.logs[0].path, "")
+        if self.logs and (first_load or self.logs[0].path not in known):
+            # Open the newest log (at start-up, or when a flush has just started a new day).
+            newest = self.logs[0]
+            expanded |= {next(iter(months)), newest.path}
+            if first_load:
+                self._shown = (newest.path, "")
         for node in _walk(tree.root):
             if node.data and node.data.key in expanded:
                 node.expand()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 
@@ -14,6 +15,9 @@ from textual.widgets import RichLog, Static
 from tui.app.messages import StatsLoaded
 from tui.app.panels.base import EnginePanel
 from tui.engine.engine import MemoryEngine
+
+#: Lines kept in the activity log.
+LOG_LINES = 1000
 
 #: Model states the app reports through :meth:`StatsPanel.set_model_state`.
 MODEL_STATES = {
@@ -100,12 +104,14 @@ last written and what happened. The log below records trigger and index events a
         self.stats: dict[str, object] = {}
         self.model_state: str | None = None
         self.flushes: dict[str, tuple[datetime, str]] = {}
+        #: The activity log's lines, newest last (the RichLog only renders once it has a size).
+        self.events: deque[str] = deque(maxlen=LOG_LINES)
 
     def compose(self) -> ComposeResult:
         yield Static("reading the index…", id="stats-summary")
         yield Static("", id="stats-flushes")
         yield Static(Text("Activity", style="bold"), id="stats-log-title")
-        yield RichLog(id="stats-log", wrap=True, markup=False, max_lines=1000)
+        yield RichLog(id="stats-log", wrap=True, markup=False, max_lines=LOG_LINES)
 
     def on_mount(self) -> None:
         self._render_flushes()
@@ -132,9 +138,9 @@ last written and what happened. The log below records trigger and index events a
 
     def log_event(self, text: str) -> None:
         """Append a timestamped line to the activity log."""
-        line = Text(f"{self.clock():%H:%M:%S} ", style="dim")
-        line.append(text)
-        self.query_one("#stats-log", RichLog).write(line)
+        stamp = f"{self.clock():%H:%M:%S}"
+        self.events.append(f"{stamp} {text}")
+        self.query_one("#stats-log", RichLog).write(Text.assemble((stamp, "dim"), " ", text))
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _load_stats(self) -> None:

@@ -1,0 +1,649 @@
+"""Pilot tests of the memory panels, each mounted in a tiny host app over a real MemoryEngine.
+
+Real SQLite (FTS5 + sqlite-vec), the real embedding model (loaded once per session by the
+``embedder`` fixture), a fixed workspace in a temp dir and a fixed "now". Waits are bounded
+polls (``wait_until``), never speed assertions. Snapshots: ``pytest --snapshot-update`` to
+refresh them after an intended change, then look at ``tests/__snapshots__/test_tui_panels/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from datetime import date, datetime
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widget import Widget
+from textual.widgets import DataTable, Input, Static, Tree
+
+from tui.app.messages import WorkspaceChanged
+from tui.app.panels import (
+    DailyTree,
+    InjectionPanel,
+    MemoryEditor,
+    MemoryPanels,
+    SearchPanel,
+    StatsPanel,
+)
+from tui.app.panels.base import EnginePanel
+from tui.app.panels.memory_conflict_screen import MemoryConflictScreen
+from tui.app.panels.search_panel import breakdown_cells
+from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
+from tui.engine.embeddings import Embedder
+from tui.engine.engine import MemoryEngine
+from tui.engine.fileio import atomic_write_text
+from tui.engine.workspace import Workspace
+
+NOW = date(2026, 11, 22)
+SIZE = (100, 30)
+#: Upper bound for anything the UI waits for; a hang fails instead of blocking forever.
+WAIT_S = 10.0
+
+MEMORY = """# Long-term Memory
+
+## Preferences
+- Prefers dark mode in every editor <!-- mem id=a1 conf=high src=user at=2026-11-01 -->
+- Writes Python with snake_case names and tests everything with pytest
+
+## Family
+- Has a dog called Max who loves the park
+"""
+
+DAILY = {
+    "memory/2026-11-20.md": (
+        "# 2026-11-20\n\n## Daily Summary\n"
+        "- Planned a trip to Lisbon in March, looking at hotels in Alfama.\n\n"
+        "## Long-term Facts\n- Wants a quiet hotel room.\n"
+    ),
+    "memory/2026-11-21.md": (
+        "# 2026-11-21\n\n## Daily Summary\n"
+        "- Fixed a flaky test in watcher.py caused by a race condition.\n"
+    ),
+    "memory/2026-10-02.md": "# 2026-10-02\n\n## Daily Summary\n- Walked Max in the park.\n",
+}
+
+
+def fixed_clock() -> datetime:
+    return datetime(2026, 11, 22, 9, 30)
+
+
+def write_workspace(root: Path) -> Path:
+    (root / "memory").mkdir(parents=True, exist_ok=True)
+    (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
+    for rel, text in DAILY.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def engine(tmp_path: Path, embedder: Embedder) -> Iterator[MemoryEngine]:
+    """Hybrid search: the real model, everything embedded."""
+    eng = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=embedder)
+    eng.sync()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def bm25_engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    """The model not loaded yet: BM25-only search, as right after start-up."""
+    eng = MemoryEngine(write_workspace(tmp_path / "ws"))
+    eng.sync()
+    yield eng
+    eng.close()
+
+
+class PanelHost(App[None]):
+    """Mounts one widget, with cursor blink off so screenshots are stable."""
+
+    def __init__(self, make_widget: Callable[[], Widget]) -> None:
+        super().__init__()
+        self._make_widget = make_widget
+
+    def compose(self) -> ComposeResult:
+        yield self._make_widget()
+
+    def on_mount(self) -> None:
+        for widget in self.query("Input, TextArea"):
+            widget.cursor_blink = False  # type: ignore[attr-defined]
+
+
+class DraftHost(PanelHost):
+    """A chat-like input above the injection panel, wired as the app will wire it."""
+
+    def compose(self) -> ComposeResult:
+        yield Input(id="draft", placeholder="message…")
+        yield from super().compose()
+
+    @on(Input.Changed, "#draft")
+    def _draft_changed(self, event: Input.Changed) -> None:
+        self.query_one(InjectionPanel).preview(event.value)
+
+
+class WatcherHost(PanelHost):
+    """Runs the workspace watcher in one exclusive worker, as the app does."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        super().__init__(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
+        self.changes: list[WorkspaceChanged] = []
+        self.watcher = WorkspaceWatcher(engine, self._received)
+
+    def _received(self, message: WorkspaceChanged) -> None:
+        self.changes.append(message)
+        self.query_one(MemoryPanels).post_message(message)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.watch_workspace()
+
+    @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
+    async def watch_workspace(self) -> None:
+        await self.watcher.run()
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> None:
+    """Let the app run until ``condition`` holds; fail after :data:`WAIT_S` (a bound, not a speed test)."""
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+
+
+async def settle(pilot: Pilot) -> None:
+    """Run pending timers, workers and the messages they post until the app is quiet."""
+    await pilot.pause(0.3)  # past the debounce timers
+    for _ in range(4):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def text_of(widget: Static) -> str:
+    content = widget.content
+    return content.plain if isinstance(content, Text) else str(content)
+
+
+def text_of_renderable(widget: Static) -> str:
+    """Plain text of a Static that shows a Rich renderable (e.g. a table grid)."""
+    console = Console(width=100, record=True, color_system=None)
+    console.print(widget.content)
+    return console.export_text()
+
+
+# -- injection preview --
+
+
+async def test_typing_a_draft_changes_the_injection_preview(engine: MemoryEngine) -> None:
+    app = DraftHost(lambda: InjectionPanel(engine, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(InjectionPanel)
+        await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
+        assert panel.injection is not None
+        assert "## Long-term Memory" in panel.injection.text
+        assert "## Relevant Memories" not in panel.injection.text  # empty draft: MEMORY.md only
+        budget = text_of(panel.query_one("#inject-budget", Static))
+        assert f"{panel.injection.report.tokens_used} / 2000 tokens" in budget
+
+        await pilot.click("#draft")
+        await pilot.press(*"where should we stay in Lisbon?")
+        await wait_until(
+            pilot,
+            lambda: panel.injection is not None and "Alfama" in panel.injection.text,
+            "the preview of the typed draft",
+        )
+        assert panel.draft == "where should we stay in Lisbon?"
+        assert "## Relevant Memories" in panel.injection.text
+        assert "[memory/2026-11-20.md#L" in text_of(panel.query_one("#inject-block", Static))
+
+
+async def test_the_preview_explains_what_was_cut(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: InjectionPanel(engine, budget=40, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(InjectionPanel)
+        panel.preview("Lisbon hotel")
+        await wait_until(
+            pilot,
+            lambda: (
+                panel.injection is not None
+                and panel.draft == "Lisbon hotel"
+                and bool(panel.injection.report.cut)
+            ),
+            "a preview with cuts",
+        )
+        cuts = panel.query_one("#inject-cuts", Static)
+        assert not cuts.has_class("-empty")
+        shown = text_of(cuts)
+        assert "MEMORY.md truncated" in shown
+        assert panel.injection is not None
+        for item in panel.injection.report.cut:
+            assert item.location in shown and item.reason in shown
+
+
+# -- search --
+
+
+async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: SearchPanel(engine, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(SearchPanel)
+        panel.set_query("trip to Lisbon")
+        await wait_until(pilot, lambda: panel.response is not None, "search results")
+        assert panel.response is not None and panel.response.results
+        assert text_of(panel.query_one("#search-mode", Static)).startswith("hybrid")
+        table = panel.query_one("#search-results", DataTable)
+        assert [str(c.label) for c in table.columns.values()] == [
+            "score",
+            "vector",
+            "text (bm25)",
+            "decay",
+            "conf",
+            "source",
+        ]
+        assert table.row_count == len(panel.response.results)
+        for index, result in enumerate(panel.response.results):
+            assert tuple(table.get_row_at(index)) == breakdown_cells(result)
+        top = panel.response.results[0]
+        score, vector, _text, decay, confidence, source = table.get_row_at(0)
+        assert source == f"{top.path}:L{top.start_line}-{top.end_line}" and "Lisbon" in top.text
+        assert vector != "—" and float(vector) == pytest.approx(top.breakdown.vector, abs=0.006)
+        assert float(decay) == pytest.approx(0.5 ** (2 / 30), abs=0.006)
+        assert confidence == top.breakdown.confidence
+
+
+async def test_search_says_bm25_only_while_the_model_loads(bm25_engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: SearchPanel(bm25_engine, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(SearchPanel)
+        await pilot.click("#search-query")
+        await pilot.press(*"Lisbon", "enter")
+        await wait_until(pilot, lambda: panel.response is not None, "search results")
+        assert text_of(panel.query_one("#search-mode", Static)).startswith(
+            "BM25 only — model loading"
+        )
+        table = panel.query_one("#search-results", DataTable)
+        assert table.row_count >= 1
+        assert table.get_row_at(0)[1] == "—"  # no vector score yet
+
+
+async def test_selecting_a_row_shows_the_chunk_in_its_file(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: SearchPanel(engine, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(SearchPanel)
+        panel.set_query("hotel in Lisbon")
+        await wait_until(
+            pilot,
+            lambda: panel.response is not None and len(panel.response.results) >= 2,
+            "two results",
+        )
+        assert panel.response is not None
+        table = panel.query_one("#search-results", DataTable)
+        table.focus()
+        await pilot.press("down")
+        second = panel.response.results[1]
+        title = panel.query_one("#search-context-title", Static)
+        await wait_until(
+            pilot,
+            lambda: text_of(title) == f"{second.path}:L{second.start_line}-{second.end_line}",
+            "the second row's context",
+        )
+        shown = text_of(panel.query_one("#search-context", Static))
+        file_lines = (engine.workspace.root / second.path).read_text().splitlines()
+        for number in range(second.start_line, second.end_line + 1):
+            assert f"{number} ▌{file_lines[number - 1]}" in shown
+        await pilot.press("enter")  # select: focus moves to the context view
+        assert app.focused is panel.query_one("#search-context-scroll")
+
+
+# -- MEMORY.md editor --
+
+
+async def test_editing_and_saving_memory_changes_search_results(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
+    async with app.run_test(size=SIZE) as pilot:
+        panels = app.query_one(MemoryPanels)
+        panels.explain("kayaking")
+        search = panels.search_panel
+        await wait_until(pilot, lambda: search.response is not None, "the first search")
+        assert search.response is not None
+        assert not any(r.path == "MEMORY.md" for r in search.response.results)
+
+        panels.show_tab("memory")
+        editor = panels.memory_editor
+        await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
+        area = editor.text_area
+        area.focus()
+        area.move_cursor(area.document.end)
+        await pilot.press(*"- Goes sea kayaking in Norway every summer")
+        assert editor.is_dirty
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not editor.is_dirty, "the save")
+        assert "sea kayaking in Norway" in engine.workspace.memory_file.read_text()
+
+        await wait_until(
+            pilot,
+            lambda: (
+                search.response is not None
+                and any(
+                    "kayaking" in r.text and r.path == "MEMORY.md" for r in search.response.results
+                )
+            ),
+            "search to follow the saved MEMORY.md",
+        )
+        assert any("editor: MEMORY.md" in event for event in panels.stats_panel.events)
+
+
+async def test_an_outside_edit_reloads_a_clean_buffer(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
+        theirs = MEMORY + "- Edited in vim: prefers tabs over spaces\n"
+        atomic_write_text(engine.workspace.memory_file, theirs)
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: editor.text_area.text == theirs, "the buffer to reload")
+        assert not editor.is_dirty
+        assert app.screen is not None and not isinstance(app.screen, MemoryConflictScreen)
+        assert "reloaded" in text_of(editor.query_one("#memory-status", Static))
+
+
+def _asking(app: App) -> bool:
+    """The conflict question is on screen, laid out, ready for clicks."""
+    screen = app.screen
+    return isinstance(screen, MemoryConflictScreen) and bool(
+        screen.query("#conflict-mine") and screen.query_one("#conflict-mine").region
+    )
+
+
+async def _dirty_editor_with_outside_change(
+    pilot: Pilot, editor: MemoryEditor, engine: MemoryEngine
+) -> tuple[str, str]:
+    """Type into the editor, then change MEMORY.md behind its back. Returns (mine, theirs)."""
+    await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
+    area = editor.text_area
+    area.focus()
+    area.move_cursor(area.document.end)
+    await pilot.press(*"- Typed in memdeck")
+    mine = area.text
+    theirs = MEMORY + "- Written by another editor\n"
+    atomic_write_text(engine.workspace.memory_file, theirs)
+    return mine, theirs
+
+
+async def test_an_outside_edit_on_a_dirty_buffer_asks_and_keep_mine_keeps_it(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        mine, theirs = await _dirty_editor_with_outside_change(pilot, editor, engine)
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: _asking(app), "the question")
+        await pilot.click("#conflict-diff-button")
+        diff = text_of(app.screen.query_one("#conflict-diff", Static))
+        assert "+- Typed in memdeck" in diff and "-- Written by another editor" in diff
+        await pilot.click("#conflict-mine")
+        await wait_until(pilot, lambda: not isinstance(app.screen, MemoryConflictScreen), "answer")
+        # Nothing was overwritten either way: the buffer is mine, the disk still theirs...
+        assert editor.text_area.text == mine
+        assert engine.workspace.memory_file.read_text() == theirs
+        assert editor.is_dirty
+        # ...until the user saves, knowing.
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not editor.is_dirty, "the save")
+        assert engine.workspace.memory_file.read_text() == mine
+
+
+async def test_an_outside_edit_on_a_dirty_buffer_asks_and_load_theirs_loads_it(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        _mine, theirs = await _dirty_editor_with_outside_change(pilot, editor, engine)
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: _asking(app), "the question")
+        await pilot.click("#conflict-theirs")
+        await wait_until(pilot, lambda: editor.text_area.text == theirs, "their version")
+        assert not editor.is_dirty
+        assert engine.workspace.memory_file.read_text() == theirs
+
+
+async def test_a_save_refused_by_an_outside_edit_asks_and_saves_on_keep_mine(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        mine, theirs = await _dirty_editor_with_outside_change(pilot, editor, engine)
+        await pilot.press("ctrl+s")  # the editor has not heard of the outside change yet
+        await wait_until(pilot, lambda: _asking(app), "the question")
+        assert app.screen.while_saving  # type: ignore[attr-defined]
+        assert engine.workspace.memory_file.read_text() == theirs  # the refused save wrote nothing
+        await pilot.press("escape")  # decide later: still nothing written
+        await wait_until(pilot, lambda: not isinstance(app.screen, MemoryConflictScreen), "escape")
+        assert engine.workspace.memory_file.read_text() == theirs and editor.is_dirty
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: _asking(app), "asked again")
+        await pilot.click("#conflict-mine")
+        await wait_until(
+            pilot, lambda: engine.workspace.memory_file.read_text() == mine, "my version saved"
+        )
+
+
+# -- daily tree --
+
+
+async def test_the_daily_tree_shows_a_new_entry_after_reload(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: DailyTree(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        daily = app.query_one(DailyTree)
+        tree = daily.query_one("#daily-tree", Tree)
+        await wait_until(pilot, lambda: len(daily.logs) == 3, "the daily logs")
+        labels = [str(node.label) for node in tree.root.children]
+        assert labels == ["2026-11 · November 2026", "2026-10 · October 2026"]
+        newest = tree.root.children[0].children[0]
+        assert str(newest.label) == "2026-11-21 Sat"
+        assert [str(n.label) for n in newest.children] == ["Daily Summary  L3"]
+
+        engine.store.append_daily("## Daily Summary\n- Booked the hotel in Alfama.", NOW)
+        daily.reload()
+        await wait_until(pilot, lambda: len(daily.logs) == 4, "the new log")
+        newest = tree.root.children[0].children[0]
+        assert str(newest.label) == "2026-11-22 Sun"
+        entry = newest.children[0]
+        tree.select_node(entry)
+        view_title = daily.query_one("#daily-title", Static)
+        await wait_until(
+            pilot, lambda: text_of(view_title) == "memory/2026-11-22.md:L3-4", "the entry shown"
+        )
+
+        # Appending to the shown log keeps the tree open where it was and re-renders the entry.
+        engine.store.append_daily("## Daily Summary\n- Paid the deposit.", NOW)
+        daily.index_changed(["memory/2026-11-22.md"])
+        await wait_until(
+            pilot,
+            lambda: len(tree.root.children[0].children[0].children) == 2,
+            "the second entry",
+        )
+        assert tree.root.children[0].children[0].is_expanded
+
+
+# -- stats --
+
+
+async def test_stats_show_the_index_flushes_and_events(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: StatsPanel(engine, clock=fixed_clock))
+    async with app.run_test(size=SIZE) as pilot:
+        stats = app.query_one(StatsPanel)
+        await wait_until(pilot, lambda: bool(stats.stats), "the stats")
+        rows = dict((label, value.plain) for label, value in stats.describe_stats())
+        assert rows["files"] == "4" and rows["embedded"] == f"{rows['chunks']} / {rows['chunks']}"
+        assert rows["model"].endswith("loaded")
+        stats.record_flush("idle", "3 messages → memory/2026-11-22.md")
+        stats.log_event("watcher: memory/2026-11-22.md re-indexed")
+        flushes = text_of_renderable(stats.query_one("#stats-flushes", Static))
+        assert "idle 09:30" in flushes and "3 messages" in flushes
+        assert stats.events[-1] == "09:30:00 watcher: memory/2026-11-22.md re-indexed"
+        await wait_until(pilot, lambda: bool(stats.query_one("#stats-log").lines), "log lines")
+
+
+# -- watcher --
+
+
+def test_watcher_filters_temp_files_and_plans_rescans(tmp_path: Path) -> None:
+    workspace = Workspace.open(write_workspace(tmp_path / "ws"))
+    for rel in ("MEMORY.md", "memory/2026-11-20.md", "memory/notes/trip.md", "memory"):
+        assert is_watched(rel), rel
+    for rel in (
+        ".memdeck/index.db-wal",
+        "sessions/abc.jsonl",
+        "memory/.2026-11-20.md.swp",
+        "memory/2026-11-20.md~",
+        "memory/4913",
+        "memory/.#2026-11-20.md",
+        ".MEMORY.md.x1y2.tmp",
+        "notes.md",
+    ):
+        assert not is_watched(rel), rel
+    # vim: added + deleted of the same file -> one sync of the file as it is on disk
+    assert plan_sync(workspace, {"memory/2026-11-20.md", "memory/4913"}).paths == [
+        "memory/2026-11-20.md"
+    ]
+    # a deleted file is still synced (its chunks are dropped)
+    (workspace.root / "memory/2026-10-02.md").unlink()
+    assert plan_sync(workspace, {"memory/2026-10-02.md"}).paths == ["memory/2026-10-02.md"]
+    # a folder renamed into place arrives without its files: rescan
+    (workspace.root / "memory/trips").mkdir()
+    assert plan_sync(workspace, {"memory/trips"}).rescan
+    # ...and one renamed away has vanished
+    assert plan_sync(workspace, {"memory/old-trips"}).rescan
+
+
+async def test_the_watcher_picks_up_a_file_written_outside(engine: MemoryEngine) -> None:
+    app = WatcherHost(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, app.watcher.ready.is_set, "the watcher to start")
+        root = engine.workspace.root
+        (root / "sessions").mkdir(exist_ok=True)
+        (root / "sessions" / "s1.jsonl").write_text('{"type": "session"}\n')
+        (root / "memory" / ".2026-11-23.md.swp").write_text("swap")
+        atomic_write_text(
+            root / "memory" / "2026-11-23.md",
+            "# 2026-11-23\n\n## Daily Summary\n- Bought a kayak for the Norway trip.\n",
+        )
+        await wait_until(
+            pilot,
+            lambda: any("memory/2026-11-23.md" in c.paths for c in app.changes),
+            "the watcher to report the new log",
+        )
+        seen = {path for change in app.changes for path in change.paths}
+        assert seen == {"memory/2026-11-23.md"}
+        change = next(c for c in app.changes if "memory/2026-11-23.md" in c.paths)
+        assert change.error is None and change.report is not None
+        assert change.report.files_changed == 1
+        # the index already follows, and the panels refresh themselves
+        assert any("kayak" in r.text for r in engine.search("kayak", now=NOW).results)
+        panels = app.query_one(MemoryPanels)
+        await wait_until(
+            pilot,
+            lambda: any(log.path == "memory/2026-11-23.md" for log in panels.daily_tree.logs),
+            "the daily tree to show the new log",
+        )
+
+        app.watcher.stop()
+        await asyncio.wait_for(app.workers.wait_for_complete(), WAIT_S)
+
+
+def test_every_panel_explains_itself_for_f1() -> None:
+    for panel in (InjectionPanel, SearchPanel, DailyTree, MemoryEditor, StatsPanel, MemoryPanels):
+        assert issubclass(panel, (EnginePanel, MemoryPanels))
+        assert panel.HELP.startswith("## "), panel.__name__
+
+
+# -- snapshots (100×30, fixed workspace, fixed dates, no cursor blink) --
+
+
+class MaskedStatsPanel(StatsPanel):
+    """Stats without the temp-dir path and the byte size, which differ from run to run."""
+
+    def describe_stats(self) -> list[tuple[str, Text]]:
+        masked = {"workspace": "<workspace>", "index size": "<size>"}
+        return [
+            (label, Text(masked[label]) if label in masked else value)
+            for label, value in super().describe_stats()
+        ]
+
+
+def _snapshot(snap_compare, app: App, before: Callable[[Pilot], object] | None = None) -> bool:
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        if before is not None:
+            result = before(pilot)
+            if asyncio.iscoroutine(result):
+                await result
+            await settle(pilot)
+
+    return snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_injection_panel(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: InjectionPanel(engine, budget=120, now=NOW))
+    assert _snapshot(
+        snap_compare, app, lambda pilot: app.query_one(InjectionPanel).preview("Lisbon hotel")
+    )
+
+
+def test_snapshot_search_panel(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: SearchPanel(engine, now=NOW))
+    assert _snapshot(
+        snap_compare, app, lambda pilot: app.query_one(SearchPanel).set_query("hotel in Lisbon")
+    )
+
+
+def test_snapshot_daily_tree(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: DailyTree(engine))
+    assert _snapshot(snap_compare, app)
+
+
+def test_snapshot_memory_editor(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    assert _snapshot(snap_compare, app)
+
+
+def test_snapshot_memory_conflict_question(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+
+    async def conflict(pilot: Pilot) -> None:
+        editor = app.query_one(MemoryEditor)
+        await _dirty_editor_with_outside_change(pilot, editor, engine)
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: _asking(app), "question")
+        await pilot.click("#conflict-diff-button")
+
+    assert _snapshot(snap_compare, app, conflict)
+
+
+def test_snapshot_stats_panel(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MaskedStatsPanel(engine, clock=fixed_clock))
+
+    def events(pilot: Pilot) -> None:
+        stats = app.query_one(StatsPanel)
+        stats.set_model_state("loaded")
+        stats.record_flush("session-switch", "4 messages → memory/2026-11-22.md")
+        stats.log_event("watcher: memory/2026-11-21.md re-indexed (+1/-1 chunks)")
+
+    assert _snapshot(snap_compare, app, events)
+
+
+def test_snapshot_memory_panels(snap_compare, engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
+    assert _snapshot(
+        snap_compare, app, lambda pilot: app.query_one(MemoryPanels).preview("trip to Lisbon")
+    )
