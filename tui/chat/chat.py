@@ -467,7 +467,9 @@ class ChatEngine:
             return
         previous = compaction.get("summary") if compaction else None
         conversation = "\n\n".join(
-            f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}" for m in older
+            f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}"
+            for m in older
+            if m.is_loggable
         )
         if previous:
             conversation = f"(Summary of what came before:)\n{previous}\n\n{conversation}"

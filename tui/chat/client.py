@@ -15,12 +15,13 @@ import re
 import threading
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from .config import NO_KEY_PLACEHOLDER, Config
 from .events import ErrorKind
+
+if TYPE_CHECKING:  # the SDK takes over a second to import: only when a request is made
+    import openai
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,})")
 
@@ -128,6 +129,8 @@ class LLMClient:
         """The blocking client (shared; thread-safe)."""
         with self._lock:
             if self._sync is None:
+                import openai
+
                 self._sync = openai.OpenAI(**self._client_options())
             return self._sync
 
@@ -137,6 +140,8 @@ class LLMClient:
         with self._lock:
             client = self._async.get(id(loop))
             if client is None:
+                import openai
+
                 client = openai.AsyncOpenAI(**self._client_options())
                 self._async[id(loop)] = client
             return client
@@ -250,6 +255,8 @@ class LLMClient:
 
     def classify(self, exc: BaseException, *, mid_stream: bool = False) -> LLMError:
         """Turn any exception from a request into an :class:`LLMError` a user can act on."""
+        import openai
+
         url = self.config.effective_base_url
         detail = self.redact(_server_message(exc))
         if isinstance(exc, openai.APITimeoutError):

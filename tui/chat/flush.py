@@ -131,8 +131,6 @@ def build_summary_request(title: str, messages: Sequence[Message]) -> list[dict[
     """The chat messages sent to the summary model."""
     lines = []
     for message in messages:
-        if not message.content.strip():
-            continue  # an assistant turn that only called tools
         role = "User" if message.role == "user" else "Assistant"
         content = message.content.strip()
         if len(content) > MAX_MESSAGE_CHARS:
@@ -221,7 +219,7 @@ class DailyLogFlusher:
         for session_id in self.sessions.ids():
             transcript = self.sessions.load(session_id)
             if transcript.pending_flush() is not None or any(
-                m.is_conversation for m in transcript.unlogged_messages()
+                m.is_loggable for m in transcript.unlogged_messages()
             ):
                 found.append(session_id)
         return found
@@ -249,7 +247,7 @@ class DailyLogFlusher:
         if not new:
             return FlushOutcome("nothing_new", session_id, detail="no new messages")
         batch = new[: self.max_messages]
-        conversation = [m for m in batch if m.is_conversation]
+        conversation = [m for m in batch if m.is_loggable]
         base = {
             "type": "flush",
             "flush_id": secrets.token_hex(4),
@@ -258,7 +256,7 @@ class DailyLogFlusher:
             "trigger": trigger,
         }
         if not conversation:
-            # Only silent or incomplete messages: nothing to summarise, the pointer moves on.
+            # Only silent, incomplete or tool-only messages: nothing to summarise, the pointer moves on.
             self.sessions.append(session_id, {**base, "phase": "done", "count": 0})
             return FlushOutcome("nothing_new", session_id, detail="no new conversation")
         problem = self.llm.problem

@@ -72,6 +72,12 @@ class Message:
         """A user or assistant message that a flush summarises and a request replays."""
         return self.role in CONVERSATION_ROLES and not self.silent and not self.incomplete
 
+    @property
+    def is_loggable(self) -> bool:
+        """Conversation with text: what a flush summarises and a session list counts (an
+        assistant message that only called tools has none)."""
+        return self.is_conversation and bool(self.content.strip())
+
 
 @dataclass(frozen=True)
 class FlushRecord:
@@ -231,8 +237,8 @@ class SessionStore:
             if record.get("timestamp"):
                 updated = record["timestamp"]
                 break
-        conversation = [m for m in transcript.messages if m.is_conversation]
-        unlogged = [m for m in transcript.unlogged_messages() if m.is_conversation]
+        conversation = [m for m in transcript.messages if m.is_loggable]
+        unlogged = [m for m in transcript.unlogged_messages() if m.is_loggable]
         return SessionInfo(
             id=session_id,
             title=transcript.display_title,

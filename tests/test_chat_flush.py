@@ -1,0 +1,289 @@
+"""Daily-log flush: summary and facts written and indexed, exactly once under crashes and races."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from chat_support import (
+    SummaryResponder,
+    add_messages,
+    is_summary_request,
+    make_config,
+    make_engine,
+    memdeck_env,
+    run_memdeck,
+    start_memdeck,
+)
+from fakeopenai import FakeOpenAI
+
+from tui.chat.chat import ChatEngine
+from tui.chat.flush import CRASH_POINTS, parse_summary
+from tui.chat.sessions import SessionStore
+from tui.engine.engine import MemoryEngine
+from tui.engine.workspace import Workspace
+
+
+@pytest.fixture
+def responder() -> SummaryResponder:
+    return SummaryResponder()
+
+
+@pytest.fixture
+def server(responder: SummaryResponder) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(responder=responder) as fake:
+        yield fake
+
+
+@pytest.fixture
+def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
+    chat = make_engine(tmp_path, make_config(tmp_path, server))
+    yield chat
+    chat.close()
+
+
+def flush_lines(store: SessionStore, session_id: str) -> list[dict]:
+    return [r for r in store.load(session_id).records if r.get("type") == "flush"]
+
+
+def daily_text(workspace_root: Path) -> str:
+    return "".join(p.read_text() for p in sorted((workspace_root / "memory").glob("*.md")))
+
+
+def test_parse_summary() -> None:
+    summary, facts = parse_summary(
+        "## Daily Summary\n- Planned a trip\n## Notes\n\n## Long-term Facts\n- Likes trains\n* Dog: Max\nNone\n"
+    )
+    assert summary == "- Planned a trip\n### Notes" and facts == ["Likes trains", "Dog: Max"]
+    assert parse_summary("## Daily Summary\n- x\n\n## Long-term Facts\nNone.") == ("- x", [])
+    assert parse_summary("just some text") == ("just some text", [])
+
+
+def test_flush_writes_summary_facts_indexes_and_moves_pointer(
+    engine: ChatEngine, server: FakeOpenAI, responder: SummaryResponder
+) -> None:
+    session = engine.sessions.create("trip planning").id
+    ids = add_messages(engine.sessions, session, 4)
+    outcome = engine.flusher.flush_session(session, trigger="manual")
+    assert outcome.status == "flushed" and outcome.messages == 4
+    assert (outcome.first, outcome.last, outcome.facts) == (1, 4, 1)
+
+    request = server.chat_requests[-1]
+    assert is_summary_request(request.body) and not request.stream
+    assert "message 3 about topic3" in request.messages[-1]["content"]
+
+    root = engine.memory.workspace.root
+    daily = (root / outcome.daily_log).read_text()
+    heading = re.search(r"^## .*$", daily, re.M).group(0)
+    assert "trip planning" in heading and "messages 1–4" in heading
+    assert f"flush={outcome.flush_id}" in heading
+    assert "- Summary number 1 of the chat." in daily
+    memory_md = engine.memory.workspace.memory_file.read_text()
+    assert re.search(r"- Summary fact number 1 <!-- mem id=\w+ conf=medium src=auto", memory_md)
+
+    hits = engine.memory.search("Summary number", min_score=0.0).results
+    assert {h.path for h in hits} == {outcome.daily_log, "MEMORY.md"}
+    assert engine.sessions.load(session).last_logged_message_id == ids[-1]
+
+    again = engine.flusher.flush_session(session)
+    assert again.status == "nothing_new" and responder.count == 1
+    more = add_messages(engine.sessions, session, 2, start=5)
+    third = engine.flusher.flush_session(session)
+    assert (third.status, third.first, third.last) == ("flushed", 5, 6)
+    assert engine.sessions.load(session).last_logged_message_id == more[-1]
+    assert responder.count == 2
+
+
+def test_no_model_or_endpoint_down_is_skipped_then_retried(tmp_path: Path) -> None:
+    unconfigured = make_engine(tmp_path, make_config(tmp_path))
+    session = unconfigured.sessions.create().id
+    add_messages(unconfigured.sessions, session, 2)
+    outcome = unconfigured.flusher.flush_session(session)
+    assert outcome.status == "skipped" and "no LLM configured" in outcome.detail
+    assert unconfigured.sessions.load(session).last_logged_message_id is None
+    unconfigured.close()
+
+    with FakeOpenAI(FakeOpenAI.error(503), responder=None) as server:
+        responder = SummaryResponder()
+        engine = make_engine(tmp_path, make_config(tmp_path, server))
+        down = engine.flusher.flush_session(session)
+        assert down.status == "skipped" and "server" in down.detail
+        assert not (engine.memory.workspace.memory_dir).exists()
+        server.responder = responder
+        retried = engine.flusher.flush_session(session)
+        assert retried.status == "flushed" and retried.messages == 2
+        engine.close()
+
+
+def test_facts_already_known_or_forgotten_are_not_added(tmp_path: Path) -> None:
+    responder = SummaryResponder(
+        facts=["The user's dog is called Max", "Allergic to peanuts", "Plays the cello"]
+    )
+    with FakeOpenAI(responder=responder) as server:
+        engine = make_engine(tmp_path, make_config(tmp_path, server))
+        engine.tools.execute("save_memory", {"content": "My dog is Max"})
+        engine.tools.execute("save_memory", {"content": "Allergic to peanuts"})
+        engine.tools.execute("forget_memory", {"query": "peanuts"})
+        session = engine.sessions.create().id
+        add_messages(engine.sessions, session, 2)
+        outcome = engine.flusher.flush_session(session)
+        assert outcome.facts == 1
+        text = engine.memory.workspace.memory_file.read_text()
+        assert "cello" in text and "peanuts" not in text and "called Max" not in text
+        engine.close()
+
+
+def test_only_silent_messages_move_the_pointer_without_a_request(
+    engine: ChatEngine, responder: SummaryResponder
+) -> None:
+    session = engine.sessions.create().id
+    last = engine.sessions.append_message(session, "user", "compaction prompt", silent=True)
+    outcome = engine.flusher.flush_session(session)
+    assert outcome.status == "nothing_new" and responder.count == 0
+    assert engine.sessions.load(session).last_logged_message_id == last
+
+
+def test_two_concurrent_flushes_in_one_process_log_once(
+    engine: ChatEngine, server: FakeOpenAI, responder: SummaryResponder
+) -> None:
+    slow = threading.Event()
+
+    def slow_summary(body: dict):
+        if is_summary_request(body):
+            slow.set()
+            time.sleep(0.4)
+        return responder(body)
+
+    server.responder = slow_summary
+    session = engine.sessions.create().id
+    add_messages(engine.sessions, session, 4)
+    outcomes = []
+    barrier = threading.Barrier(2)
+
+    def fire(trigger: str) -> None:
+        barrier.wait()
+        outcomes.extend(engine.triggers.fire(trigger, session))
+
+    threads = [threading.Thread(target=fire, args=(t,)) for t in ("idle", "background")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    statuses = sorted(e.outcome.status for e in outcomes)
+    assert statuses == ["flushed", "nothing_new"]
+    assert responder.count == 1
+    assert daily_text(engine.memory.workspace.root).count("flush=") == 1
+
+
+def test_two_concurrent_flush_processes_log_once(tmp_path: Path) -> None:
+    responder = SummaryResponder()
+
+    def slow_summary(body: dict):
+        if is_summary_request(body):
+            time.sleep(1.0)
+        return responder(body)
+
+    store = SessionStore(Workspace.open(tmp_path / "ws"))
+    session = store.create().id
+    add_messages(store, session, 4)
+    with FakeOpenAI(responder=slow_summary) as server:
+        env = memdeck_env(server, tmp_path)
+        args = ["--workspace", str(tmp_path / "ws"), "flush", session]
+        first, second = start_memdeck(args, env), start_memdeck(args, env)
+        outputs = [p.communicate(timeout=60) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outputs
+    joined = "".join(out for out, _ in outputs)
+    assert joined.count("logged 4 messages") == 1 and joined.count("nothing new") == 1
+    assert responder.count == 1
+    assert daily_text(tmp_path / "ws").count("flush=") == 1
+
+
+def _crash_setup(tmp_path: Path) -> tuple[Path, str, list[str]]:
+    root = tmp_path / "ws"
+    store = SessionStore(Workspace.open(root))
+    session = store.create("crash test").id
+    ids = add_messages(store, session, 4)
+    return root, session, ids
+
+
+def _assert_logged_exactly_once(root: Path, session: str, ids: list[str], summaries: int) -> None:
+    store = SessionStore(Workspace.open(root))
+    transcript = store.load(session)
+    assert transcript.last_logged_message_id == ids[-1]
+    assert transcript.pending_flush() is None
+    daily = daily_text(root)
+    assert daily.count("flush=") == 1, daily
+    assert daily.count("Summary number") == 1 and summaries == 1
+    memory_md = (root / "MEMORY.md").read_text()
+    assert memory_md.count("Summary fact number") == 1, memory_md
+    flushes = [r for r in transcript.records if r.get("type") == "flush"]
+    assert [f["phase"] for f in flushes] == ["prepared", "done"]
+    assert flushes[0]["flush_id"] == flushes[1]["flush_id"]
+    engine = MemoryEngine(Workspace.open(root))
+    try:  # both files were indexed by the recovering process
+        paths = {r.path for r in engine.search("Summary number", min_score=0.0).results}
+        assert "MEMORY.md" in paths and any(p.startswith("memory/") for p in paths)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_sigkill_at_each_point_then_restart_logs_exactly_once(tmp_path: Path, point: str) -> None:
+    root, session, ids = _crash_setup(tmp_path)
+    responder = SummaryResponder()
+    with FakeOpenAI(responder=responder) as server:
+        args = ["--workspace", str(root), "flush", session]
+        crashed = run_memdeck(args, memdeck_env(server, tmp_path, MEMDECK_CRASH_AT=point))
+        assert crashed.returncode == -signal.SIGKILL, (crashed.stdout, crashed.stderr)
+        expected_before = 0 if point == "before_llm_answer" else 1
+        assert responder.count == expected_before
+        restarted = run_memdeck(args, memdeck_env(server, tmp_path))
+        assert restarted.returncode == 0, restarted.stderr
+        assert "logged 4 messages" in restarted.stdout
+    _assert_logged_exactly_once(root, session, ids, responder.count)
+    # The next messages continue the range: nothing skipped, nothing repeated.
+    with FakeOpenAI(responder=responder) as server:
+        engine = make_engine(tmp_path, make_config(tmp_path, server))
+        add_messages(engine.sessions, session, 2, start=5)
+        outcome = engine.flusher.flush_session(session)
+        assert (outcome.first, outcome.last) == (5, 6)
+        engine.close()
+
+
+def test_sigkill_while_waiting_for_the_answer(tmp_path: Path) -> None:
+    root, session, ids = _crash_setup(tmp_path)
+    responder = SummaryResponder()
+    with FakeOpenAI(FakeOpenAI.hang(20), responder=None) as server:
+        args = ["--workspace", str(root), "flush", session]
+        process = start_memdeck(args, memdeck_env(server, tmp_path))
+        server.wait_for_requests(1, timeout=30)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=10)
+        assert process.returncode == -signal.SIGKILL
+        server.responder = responder
+        restarted = run_memdeck(args, memdeck_env(server, tmp_path))
+        assert restarted.returncode == 0, restarted.stderr
+    _assert_logged_exactly_once(root, session, ids, responder.count)
+
+
+def test_cli_flush_all_and_skip_reason(tmp_path: Path) -> None:
+    root, session, _ = _crash_setup(tmp_path)
+    no_llm = run_memdeck(["--workspace", str(root), "flush"], memdeck_env(None, tmp_path))
+    assert no_llm.returncode == 1 and "no LLM configured" in no_llm.stderr
+    state = json.loads((root / ".memdeck" / "state.json").read_text())
+    assert "no LLM configured" in state["skipped"][session]["detail"]
+    responder = SummaryResponder()
+    with FakeOpenAI(responder=responder) as server:
+        done = run_memdeck(["--workspace", str(root), "flush"], memdeck_env(server, tmp_path))
+        assert done.returncode == 0 and "logged 4 messages" in done.stdout
+        again = run_memdeck(["--workspace", str(root), "flush"], memdeck_env(server, tmp_path))
+        assert again.returncode == 0 and "nothing new" in again.stdout
+    state = json.loads((root / ".memdeck" / "state.json").read_text())
+    assert session not in state["skipped"]
+    assert state["triggers"]["manual"]["status"] == "flushed"
