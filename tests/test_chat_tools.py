@@ -164,6 +164,7 @@ def test_forget_memory_moves_entry_to_history_and_survives_reindex(
         "Allergic to peanuts"
     ]
     assert not found(memory, "peanuts")
+    assert "peanuts" not in memory.inject("anything with peanuts?").text
     memory.index.rebuild(embed=False)
     assert not found(memory, "peanuts")
     assert found(memory, "teal")

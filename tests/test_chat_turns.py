@@ -282,3 +282,16 @@ async def test_no_llm_configured_keeps_the_message(tmp_path: Path) -> None:
     error = _assert_turn_failed(engine, session, events, "config")
     assert "OPENAI_API_KEY" in error.message
     engine.close()
+
+
+async def test_reconfigure_switches_model(tmp_path: Path, server: FakeOpenAI) -> None:
+    engine = make_engine(tmp_path, make_config(tmp_path, server))
+    session = engine.sessions.create().id
+    await turn(engine, session, "first")
+    engine.reconfigure(make_config(tmp_path, server, model="bigger-model", injection_budget=500))
+    await turn(engine, session, "second")
+    assert [r.model for r in server.chat_requests] == ["fake-model", "bigger-model"]
+    changes = [r["model"] for r in transcript_lines(engine, session) if r["type"] == "model_change"]
+    assert changes == ["fake-model", "bigger-model"]
+    assert engine.preview_injection("x").report.budget == 500
+    engine.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +139,26 @@ class ChatEngine:
         )
         return cls(config, memory)
 
+    def reconfigure(self, config: Config) -> None:
+        """Apply a changed :class:`Config` (settings edited in the UI) to every part.
+
+        The workspace stays the same: a different ``workspace`` needs a new engine.
+        """
+        self.config = config
+        self.llm.close()
+        self.llm = LLMClient(config)
+        self.flusher.llm = self.llm
+        self.memory.search_options = config.search_options()
+        self.memory.injection_options = config.injection_options()
+        triggers = self.triggers
+        triggers.idle = timedelta(minutes=config.idle_minutes)
+        triggers.flush_on_blur = config.flush_on_blur
+        triggers.blur_debounce = timedelta(seconds=config.blur_debounce_seconds)
+        triggers.tick_seconds = config.tick_seconds
+
     def close(self) -> None:
-        """Release the index connections."""
+        """Release the index connections and the HTTP client."""
+        self.llm.close()
         self.memory.close()
 
     @property

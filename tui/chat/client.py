@@ -13,6 +13,7 @@ import json
 import os
 import re
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -88,7 +89,9 @@ class LLMClient:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._sync: openai.OpenAI | None = None
-        self._async: dict[int, openai.AsyncOpenAI] = {}
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
 
     @property
@@ -138,13 +141,20 @@ class LLMClient:
         """The async client for the running event loop."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            client = self._async.get(id(loop))
+            client = self._async.get(loop)
             if client is None:
                 import openai
 
                 client = openai.AsyncOpenAI(**self._client_options())
-                self._async[id(loop)] = client
+                self._async[loop] = client
             return client
+
+    def close(self) -> None:
+        """Close the blocking client's connections (async clients close with their loop)."""
+        with self._lock:
+            if self._sync is not None:
+                self._sync.close()
+                self._sync = None
 
     def secrets(self) -> list[str | None]:
         """Every key this process knows of, for :func:`redact`."""
