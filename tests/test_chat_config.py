@@ -95,6 +95,7 @@ def test_environment_then_overrides_win(tmp_path: Path) -> None:
         ('[memory]\n\ninjection_budget = "lots"\n', 3, "injection_budget must be an integer"),
         ("[triggers]\nflush_on_blur = 1\n", 2, "must be true or false"),
         ("[colours]\nred = 1\n", 1, "unknown section [colours]"),
+        ('# top\nmodel = "x"\n', 2, "'model' must be inside [llm]"),
         ('[llm]\nmodel = "x\n', 2, "not valid TOML"),
         ('[keymap]\n"app.quit" = 3\n', 2, "keymap must be a table of strings"),
     ],

@@ -375,15 +375,17 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"not valid TOML: {message}", path, line) from exc
     values: dict[str, Any] = {}
     for section, table in data.items():
+        if not isinstance(table, dict):
+            spec = _FILE_FIELDS.get(section)
+            home = f"[{spec.metadata['section']}]" if spec else "a table such as [llm]"
+            raise ConfigError(
+                f"{section!r} must be inside {home}", path, _key_line(text, None, section)
+            )
         if section not in SECTIONS:
             raise ConfigError(
                 f"unknown section [{section}] (known: {', '.join(SECTIONS)})",
                 path,
                 _key_line(text, section, None),
-            )
-        if not isinstance(table, dict):
-            raise ConfigError(
-                f"{section} must be a [{section}] table", path, _key_line(text, None, None)
             )
         if section == "keymap":
             items: dict[str, Any] = {"keymap": table}

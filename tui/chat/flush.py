@@ -46,7 +46,7 @@ from ..engine.store import EntryBatch, has_tag, normalize_entry_text
 from ..engine.workspace import MEMORY_FILE
 from .client import LLMClient, LLMError
 from .events import FlushOutcome, TriggerName
-from .sessions import Message, SessionError, SessionStore, Transcript
+from .sessions import Message, SessionError, SessionStore
 from .tools import split_statement
 
 CRASH_ENV = "MEMDECK_CRASH_AT"
@@ -368,10 +368,6 @@ class DailyLogFlusher:
                 statements.add(statement)
             fresh.append(fact)
         return fresh
-
-    def transcript(self, session_id: str) -> Transcript:
-        """The session's transcript (for callers that show flush state)."""
-        return self.sessions.load(session_id)
 
 
 def _merge(a: FlushOutcome, b: FlushOutcome, *, status: str | None = None) -> FlushOutcome:

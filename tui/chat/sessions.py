@@ -24,7 +24,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -397,9 +397,3 @@ def _parse(session_id: str, data: bytes) -> Transcript:
             )
         )
     return transcript
-
-
-def iter_records(transcript: Transcript, types: Iterable[str]) -> list[dict[str, Any]]:
-    """The transcript's lines of the given types, in order."""
-    wanted = set(types)
-    return [r for r in transcript.records if r.get("type") in wanted]
