@@ -248,9 +248,9 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
         ]
         assert table.row_count == len(panel.response.results)
         for index, result in enumerate(panel.response.results):
-            assert tuple(table.get_row_at(index)) == breakdown_cells(result)
+            assert tuple(str(cell) for cell in table.get_row_at(index)) == breakdown_cells(result)
         top = panel.response.results[0]
-        score, vector, _text, decay, confidence, source = table.get_row_at(0)
+        score, vector, _text, decay, confidence, source = map(str, table.get_row_at(0))
         assert source == f"{top.path}:L{top.start_line}-{top.end_line}" and "Lisbon" in top.text
         assert vector != "—" and float(vector) == pytest.approx(top.breakdown.vector, abs=0.006)
         assert float(decay) == pytest.approx(0.5 ** (2 / 30), abs=0.006)
@@ -269,7 +269,7 @@ async def test_search_says_bm25_only_while_the_model_loads(bm25_engine: MemoryEn
         )
         table = panel.query_one("#search-results", DataTable)
         assert table.row_count >= 1
-        assert table.get_row_at(0)[1] == "—"  # no vector score yet
+        assert str(table.get_row_at(0)[1]) == "—"  # no vector score yet
 
 
 async def test_selecting_a_row_shows_the_chunk_in_its_file(engine: MemoryEngine) -> None:
@@ -299,6 +299,25 @@ async def test_selecting_a_row_shows_the_chunk_in_its_file(engine: MemoryEngine)
             assert f"{number} ▌{file_lines[number - 1]}" in shown
         await pilot.press("enter")  # select: focus moves to the context view
         assert app.focused is panel.query_one("#search-context-scroll")
+
+
+class FailingSearchEngine(MemoryEngine):
+    """An engine whose searches fail, as when the index file is unreadable."""
+
+    def search(self, query, options=None, *, now=None, **overrides):  # type: ignore[override]
+        raise RuntimeError("index unreadable")
+
+
+async def test_a_failing_engine_call_is_shown_not_raised(tmp_path: Path) -> None:
+    broken = FailingSearchEngine(write_workspace(tmp_path / "ws"))
+    app = PanelHost(lambda: SearchPanel(broken, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(SearchPanel)
+        panel.set_query("Lisbon")
+        mode = panel.query_one("#search-mode", Static)
+        await wait_until(pilot, lambda: "index unreadable" in text_of(mode), "the error shown")
+        assert app.is_running
+    broken.close()
 
 
 # -- MEMORY.md editor --
@@ -473,6 +492,15 @@ async def test_the_daily_tree_shows_a_new_entry_after_reload(engine: MemoryEngin
             "the second entry",
         )
         assert tree.root.children[0].children[0].is_expanded
+        await wait_until(
+            pilot,
+            lambda: (
+                tree.cursor_node is not None
+                and tree.cursor_node.data is not None
+                and tree.cursor_node.data.key == "memory/2026-11-22.md#L3"
+            ),
+            "the cursor to stay on its entry",
+        )
 
 
 # -- stats --

@@ -173,17 +173,19 @@ New entries appear as flushes write them.
         self.logs = message.logs
         tree = self.query_one("#daily-tree", Tree)
         expanded = {node.data.key for node in _walk(tree.root) if node.data and node.is_expanded}
+        cursor = tree.cursor_node
+        cursor_key = cursor.data.key if cursor is not None and cursor.data else None
         tree.clear()
         months: dict[str, TreeNode[_NodeRef]] = {}
         for log in self.logs:
             month = f"{log.day:%Y-%m}" if log.day else UNDATED
             if month not in months:
                 label = f"{log.day:%Y-%m · %B %Y}" if log.day else "undated"
-                months[month] = tree.root.add(label, _NodeRef("month", month))
-            log_node = months[month].add(log.label, _NodeRef("log", log.path, log))
+                months[month] = tree.root.add(Text(label), _NodeRef("month", month))
+            log_node = months[month].add(Text(log.label), _NodeRef("log", log.path, log))
             for entry in log.entries:
                 log_node.add_leaf(
-                    f"{entry.title}  L{entry.start_line}",
+                    Text(f"{entry.title}  L{entry.start_line}"),
                     _NodeRef("entry", f"{log.path}#L{entry.start_line}", log, entry),
                 )
             if not log.entries:
@@ -197,6 +199,12 @@ New entries appear as flushes write them.
         for node in _walk(tree.root):
             if node.data and node.data.key in expanded:
                 node.expand()
+        # Keep the cursor where the user left it (a flush may reload the tree while they browse).
+        for node in _walk(tree.root):
+            if node.data and node.data.key == cursor_key:
+                # Line numbers exist once the tree has laid out its new nodes.
+                self.call_after_refresh(tree.move_cursor, node)
+                break
         self._refresh_view()
 
     @on(Tree.NodeSelected, "#daily-tree")

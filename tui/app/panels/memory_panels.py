@@ -49,9 +49,10 @@ class MemoryPanels(Widget):
     """The five memory panels in a TabbedContent, refreshed together when memory changes.
 
     Everything that changes memory ends in :meth:`index_changed`, which publishes
-    :attr:`index_signal`; each panel is subscribed and refreshes itself through its own worker.
-    The watcher's :class:`WorkspaceChanged` and the editor's :class:`IndexChanged` messages are
-    handled here (IndexChanged keeps bubbling, so the app can update its header too).
+    :attr:`index_signal` (paths); each panel is subscribed and refreshes itself through its own
+    worker, and the app may subscribe more widgets (the header's chunk count). The watcher's
+    :class:`WorkspaceChanged` and :class:`IndexChanged` (from the editor, or posted here by the
+    app after a flush) are consumed here and end in :meth:`index_changed`.
     """
 
     HELP = """\
@@ -197,6 +198,7 @@ class MemoryPanels(Widget):
 
     @on(IndexChanged)
     def _index_changed(self, message: IndexChanged) -> None:
+        message.stop()
         self.log_event(
             f"{message.source}: {', '.join(message.paths)} — {describe_sync(message.report)}"
         )

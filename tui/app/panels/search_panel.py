@@ -213,7 +213,7 @@ Move through the rows to see each chunk highlighted in its file.
         table = self.query_one("#search-results", DataTable)
         table.clear()
         for index, result in enumerate(message.response.results):
-            table.add_row(*breakdown_cells(result), key=str(index))
+            table.add_row(*(Text(cell) for cell in breakdown_cells(result)), key=str(index))
         if message.response.results:
             table.move_cursor(row=0)
             self._show_context(message.response.results[0])
