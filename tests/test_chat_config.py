@@ -190,8 +190,9 @@ def test_config_path_env_and_platform_default() -> None:
 def test_chat_and_engine_packages_never_import_textual() -> None:
     code = (
         "import sys, tui.chat.chat, tui.chat.cli, tui.chat.triggers, tui.chat.flush, "
-        "tui.engine.engine; print('textual' in sys.modules)"
+        "tui.engine.engine; print('textual' in sys.modules, 'openai' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    # No Textual in the headless core; the slow openai SDK only once a request is made.
+    assert result.stdout.split() == ["False", "False"]

@@ -295,3 +295,21 @@ async def test_reconfigure_switches_model(tmp_path: Path, server: FakeOpenAI) ->
     assert changes == ["fake-model", "bigger-model"]
     assert engine.preview_injection("x").report.budget == 500
     engine.close()
+
+
+def test_tool_call_fragments_from_less_strict_servers() -> None:
+    from types import SimpleNamespace as Fragment
+
+    from tui.chat.client import _add_fragment
+
+    calls: dict = {}
+    for fragment in (
+        Fragment(index=None, id="a", function=Fragment(name="save_memory", arguments='{"con')),
+        Fragment(index=None, id="a", function=Fragment(name="save_memory", arguments='tent": 1}')),
+        Fragment(index=None, id="b", function=Fragment(name="memory_search", arguments="{}")),
+    ):
+        _add_fragment(calls, fragment)
+    assert calls == {
+        0: {"id": "a", "name": "save_memory", "arguments": '{"content": 1}'},
+        1: {"id": "b", "name": "memory_search", "arguments": "{}"},
+    }

@@ -213,13 +213,7 @@ class LLMClient:
                         text_parts.append(delta.content)
                         yield StreamText(delta.content)
                     for fragment in (delta.tool_calls or []) if delta is not None else []:
-                        call = calls.setdefault(
-                            fragment.index or 0, {"id": "", "name": "", "arguments": ""}
-                        )
-                        call["id"] += fragment.id or ""
-                        if fragment.function is not None:
-                            call["name"] += fragment.function.name or ""
-                            call["arguments"] += fragment.function.arguments or ""
+                        _add_fragment(calls, fragment)
                     if choice.finish_reason:
                         finish_reason = choice.finish_reason
         except LLMError:
@@ -301,6 +295,28 @@ class LLMClient:
         if isinstance(exc, openai.OpenAIError):
             return LLMError("bad_request", detail)
         return LLMError("internal", f"{type(exc).__name__}: {detail}")
+
+
+def _add_fragment(calls: dict[int, dict[str, str]], fragment: Any) -> None:
+    """Merge one streamed tool-call fragment.
+
+    OpenAI sends the id and name once and the arguments in pieces, keyed by ``index``. Some
+    compatible servers omit ``index`` or repeat the id and name in every fragment: a new id
+    without an index starts a new call, and a repeated id or name is not appended twice.
+    """
+    index = fragment.index
+    if index is None:
+        last = max(calls) if calls else -1
+        starts_new = last < 0 or (fragment.id and fragment.id != calls[last]["id"])
+        index = last + 1 if starts_new else last
+    call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+    if fragment.id and not call["id"]:
+        call["id"] = fragment.id
+    function = fragment.function
+    if function is not None:
+        if function.name and function.name != call["name"]:
+            call["name"] += function.name
+        call["arguments"] += function.arguments or ""
 
 
 def _server_message(exc: BaseException) -> str:
