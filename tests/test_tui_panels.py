@@ -293,7 +293,7 @@ async def test_selecting_a_row_shows_the_chunk_in_its_file(engine: MemoryEngine)
             lambda: text_of(title) == f"{second.path}:L{second.start_line}-{second.end_line}",
             "the second row's context",
         )
-        shown = text_of(panel.query_one("#search-context", Static))
+        shown = text_of_renderable(panel.query_one("#search-context", Static))
         file_lines = (engine.workspace.root / second.path).read_text().splitlines()
         for number in range(second.start_line, second.end_line + 1):
             assert f"{number} ▌{file_lines[number - 1]}" in shown

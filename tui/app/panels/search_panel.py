@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -53,20 +54,24 @@ def describe_mode(response: SearchResponse, model_loaded: bool) -> Text:
     return Text.assemble(mode, (f" · {count} result{'s' if count != 1 else ''}", "dim"))
 
 
-def render_context(
-    first_line: int, lines: list[str], start_line: int, end_line: int, width: int = 4
-) -> Text:
-    """File lines with a line-number gutter; the chunk's lines ``start..end`` highlighted."""
-    rendered = Text()
+def render_context(first_line: int, lines: list[str], start_line: int, end_line: int) -> Table:
+    """File lines with a line-number gutter; the chunk's lines ``start..end`` marked ``▌``.
+
+    A grid, so a long line wraps under its text rather than under the gutter.
+    """
+    grid = Table.grid()
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for offset, line in enumerate(lines):
         number = first_line + offset
         inside = start_line <= number <= end_line
-        if offset:
-            rendered.append("\n")
-        rendered.append(f"{number:>{width}} ", style="bold" if inside else "dim")
-        rendered.append("▌" if inside else " ", style="bold")
-        rendered.append(line, style="" if inside else "dim")
-    return rendered
+        grid.add_row(
+            Text(str(number), style="bold" if inside else "dim"),
+            Text(" ▌" if inside else "  ", style="bold"),
+            Text(line, style="" if inside else "dim"),
+        )
+    return grid
 
 
 class SearchPanel(EnginePanel):
@@ -127,6 +132,9 @@ Move through the rows to see each chunk highlighted in its file.
     }
     SearchPanel #search-context-scroll {
         height: 1fr;
+    }
+    SearchPanel #search-context {
+        padding: 0 1;
     }
     """
 
@@ -269,11 +277,8 @@ Move through the rows to see each chunk highlighted in its file.
         if message.error:
             context.update(Text(message.error, style="red"))
             return
-        width = len(str(message.first_line + len(message.lines)))
         context.update(
-            render_context(
-                message.first_line, message.lines, message.start_line, message.end_line, width
-            )
+            render_context(message.first_line, message.lines, message.start_line, message.end_line)
         )
         self.call_after_refresh(self._scroll_to_chunk, message)
 
