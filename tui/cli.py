@@ -301,4 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the imported module so subcommands registered by plugins land in its COMMANDS.
+    from tui.cli import main as package_main
+
+    sys.exit(package_main())
