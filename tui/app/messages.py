@@ -89,6 +89,10 @@ class DailyLogsLoaded(Message, bubble=False):
 
     logs: list[DailyLog]
 
+    def can_replace(self, message: Message) -> bool:
+        """A fresher listing makes a pending one pointless."""
+        return isinstance(message, DailyLogsLoaded)
+
 
 @dataclass
 class MemoryFileRead(Message, bubble=False):
@@ -113,3 +117,7 @@ class StatsLoaded(Message, bubble=False):
     """``engine.stats()`` as read by a worker."""
 
     stats: dict[str, object] = field(default_factory=dict)
+
+    def can_replace(self, message: Message) -> bool:
+        """Fresher counts make pending ones pointless."""
+        return isinstance(message, StatsLoaded)
