@@ -434,6 +434,28 @@ async def test_an_outside_edit_on_a_dirty_buffer_asks_and_load_theirs_loads_it(
         assert engine.workspace.memory_file.read_text() == theirs
 
 
+async def test_a_second_outside_edit_while_deciding_is_asked_about_too(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        mine, _theirs = await _dirty_editor_with_outside_change(pilot, editor, engine)
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: _asking(app), "the first question")
+        first = app.screen
+        newer = MEMORY + "- Written again while the question was open\n"
+        atomic_write_text(engine.workspace.memory_file, newer)
+        editor.file_changed_on_disk()
+        await pilot.click("#conflict-mine")  # "mine" over the version shown, not the newer one
+        await wait_until(
+            pilot, lambda: _asking(app) and app.screen is not first, "the second question"
+        )
+        assert app.screen.disk_text == newer  # type: ignore[attr-defined]
+        assert engine.workspace.memory_file.read_text() == newer
+        assert editor.text_area.text == mine
+
+
 async def test_a_save_refused_by_an_outside_edit_asks_and_saves_on_keep_mine(
     engine: MemoryEngine,
 ) -> None:

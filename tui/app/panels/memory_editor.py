@@ -202,22 +202,27 @@ entry's confidence and history.
         if self._asking or self._pending_disk is None:
             return  # one question at a time; the answer uses the newest disk state
         self._asking = True
-        screen = MemoryConflictScreen(
-            self._pending_disk.text, self.text_area.text, while_saving=while_saving
-        )
-        self.app.push_screen(screen, lambda choice: self._resolve(choice, while_saving))
+        shown = self._pending_disk
+        screen = MemoryConflictScreen(shown.text, self.text_area.text, while_saving=while_saving)
+        self.app.push_screen(screen, lambda choice: self._resolve(choice, shown, while_saving))
 
-    def _resolve(self, choice: ConflictChoice | None, while_saving: bool) -> None:
+    def _resolve(
+        self, choice: ConflictChoice | None, shown: MemoryFileState, while_saving: bool
+    ) -> None:
+        """Apply the answer to the question that showed the disk version ``shown``."""
         self._asking = False
-        disk = self._pending_disk
-        if disk is None:
-            return
+        newest = self._pending_disk or shown
         if choice == "theirs":
-            self._load_buffer(disk, "loaded the version on disk")
+            self._load_buffer(newest, "loaded the version on disk")
         elif choice == "mine":
-            # The user has seen the disk version and chose theirs to be replaced: adopt its hash
-            # so the next save goes through (and save right away if they were saving).
-            self.base = disk
+            # The user chose to replace the version they were shown: adopt its hash so a save
+            # goes through (right away if they were saving). If the file changed again while
+            # they were deciding, that newer version has not been seen: ask about it instead.
+            self.base = shown
+            if newest.content_hash != shown.content_hash:
+                self._pending_disk = newest
+                self._ask(while_saving=while_saving)
+                return
             self._pending_disk = None
             self._set_status("kept your edits")
             if while_saving:
