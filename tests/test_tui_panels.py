@@ -203,6 +203,24 @@ async def test_typing_a_draft_changes_the_injection_preview(engine: MemoryEngine
         assert "[memory/2026-11-20.md#L" in text_of(panel.query_one("#inject-block", Static))
 
 
+async def test_a_burst_of_keystrokes_is_coalesced_into_one_rebuild(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: InjectionPanel(engine, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(InjectionPanel)
+        await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
+        before = panel._generation
+        draft = "where should we stay in Lisbon?"
+        for end in range(1, len(draft) + 1):
+            panel.preview(draft[:end])
+        await wait_until(
+            pilot,
+            lambda: panel.injection is not None and "Alfama" in panel.injection.text,
+            "the preview of the whole draft",
+        )
+        # at most the leading-edge rebuild of the first keystroke and one when typing paused
+        assert panel._generation - before <= 2
+
+
 async def test_the_preview_explains_what_was_cut(engine: MemoryEngine) -> None:
     app = PanelHost(lambda: InjectionPanel(engine, budget=40, now=NOW))
     async with app.run_test(size=SIZE) as pilot:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import date
 
 from rich.text import Text
@@ -116,17 +117,21 @@ updated as you type (long-term memory first, then relevant memories found for yo
         *,
         budget: int | None = None,
         now: date | None = None,
+        debounce: float = PREVIEW_DEBOUNCE_S,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        """``budget`` overrides the engine's token budget (None: the configured one)."""
+        """``budget`` overrides the engine's token budget (None: the configured one);
+        ``debounce`` is the quiet time (seconds) that ends a burst of keystrokes."""
         super().__init__(engine, now=now, name=name, id=id, classes=classes)
         self.budget = budget
+        self.debounce = debounce
         self.draft = ""
         self.injection: Injection | None = None
         self._generation = 0
-        self._debounce: Timer | None = None
+        self._debounce_timer: Timer | None = None
+        self._last_start = float("-inf")
 
     def compose(self) -> ComposeResult:
         yield Static("building…", id="inject-budget")
@@ -138,18 +143,29 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self._start_preview()
 
     def preview(self, draft: str) -> None:
-        """The chat draft changed: rebuild the preview once typing pauses."""
+        """The chat draft changed: rebuild the preview.
+
+        A keystroke after a quiet spell rebuilds at once (leading edge); keystrokes that follow
+        it within ``debounce`` are coalesced into one rebuild when typing pauses (trailing edge).
+        """
         self.draft = draft
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(PREVIEW_DEBOUNCE_S, self._start_preview)
+        idle = self._debounce_timer is None
+        if idle and time.monotonic() - self._last_start >= self.debounce:
+            self._start_preview()
+            return
+        if self._debounce_timer is not None:
+            self._debounce_timer.stop()
+        self._debounce_timer = self.set_timer(self.debounce, self._start_preview)
 
     def index_changed(self, paths: list[str]) -> None:
         """Memory changed: rebuild the preview for the current draft."""
         self._start_preview()
 
     def _start_preview(self) -> None:
-        self._debounce = None
+        if self._debounce_timer is not None:
+            self._debounce_timer.stop()
+            self._debounce_timer = None
+        self._last_start = time.monotonic()
         self._generation += 1
         self._build_injection(self.draft, self._generation)
 
