@@ -102,7 +102,9 @@ class MemoryEngine:
             if budget is None
             else replace(self.injection_options, budget_tokens=budget)
         )
-        response = self.search(query, now=now) if query.strip() else None
+        response = (
+            self.search(query, now=now, max_results=options.max_memories) if query.strip() else None
+        )
         results = response.results if response else []
         injection = build_injection(self.store.read_memory().text, results, count_tokens, options)
         if response is not None:

@@ -30,6 +30,9 @@ class InjectionOptions:
     budget_tokens: int = 2000
     #: MEMORY.md may take at most this share of the budget when relevant memories compete for it.
     memory_share: float = 0.6
+    #: Search results offered to the budget. More than search's default of 6: on LoCoMo, filling
+    #: the budget instead of stopping at 6 results raised evidence recall by ~10 points.
+    max_memories: int = 12
 
 
 @dataclass(frozen=True)

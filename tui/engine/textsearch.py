@@ -8,6 +8,7 @@ are dropped from the query (they make FTS5 walk huge posting lists for no rankin
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -56,6 +57,12 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
 
     Stop words are dropped unless the query has nothing else.
     """
+    return list(_parse_query(query))
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_query(query: str) -> tuple[tuple[str, ...], ...]:
+    # Cached: search checks every candidate chunk against the same query.
     terms: list[tuple[str, ...]] = []
     for match in _WORD.finditer(query.lower()):
         word = match.group(0)
@@ -72,7 +79,7 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
         for t in unique
         if not (len(t) == 1 and (t[0] in STOP_WORDS or len(t[0]) < 2 and t[0].isascii()))
     ]
-    return (content or unique)[:MAX_QUERY_TERMS]
+    return tuple((content or unique)[:MAX_QUERY_TERMS])
 
 
 def build_match_query(query: str) -> str | None:
@@ -85,7 +92,7 @@ def build_match_query(query: str) -> str | None:
 
 def contains_all_terms(text: str, query: str) -> bool:
     """True when every content term of ``query`` occurs in ``text`` (an exact keyword hit)."""
-    terms = query_terms(query)
+    terms = _parse_query(query)
     if not terms:
         return False
     body = " " + " ".join(_PART.findall(fts_body(text).lower())) + " "
