@@ -1,0 +1,83 @@
+"""The top line: session title, model, and the state of the memory index."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+
+class AppHeader(Static):
+    """``memdeck · "trip planning" · gpt-4o-mini · index 1,204 chunks ✓ hybrid``.
+
+    The app sets the reactives; the line re-renders itself.
+    """
+
+    HELP = """\
+## Header
+
+The open session, the chat model, and the memory index: how many chunks are indexed, whether
+search is **hybrid** (the embedding model is loaded) or **BM25 only** (full-text, while the
+model loads or if it failed), and indexing progress. "flushing…" shows while memory is being
+written from a conversation.
+"""
+
+    DEFAULT_CSS = """
+    AppHeader {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $foreground;
+    }
+    """
+
+    #: The open session's title; empty when none is open.
+    session_title: reactive[str] = reactive("")
+    model: reactive[str] = reactive("")
+    chunks: reactive[int | None] = reactive(None)
+    #: ``loading``, ``loaded``, ``failed`` or ``none``.
+    model_state: reactive[str] = reactive("loading")
+    #: ``indexing 120/400`` while a sync runs, else empty.
+    progress: reactive[str] = reactive("")
+    #: Flushes running now.
+    flushing: reactive[int] = reactive(0)
+    #: A short notice that wins over everything else on the right (e.g. quitting).
+    notice: reactive[str] = reactive("")
+
+    def render(self) -> Text:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append("memdeck", style="bold")
+        line.append(" · ", style="dim")
+        if self.session_title:
+            line.append(f"“{self.session_title}”")
+        else:
+            line.append("no session", style="italic")
+        line.append(" · ", style="dim")
+        line.append(self.model or "no model", style="" if self.model else "italic")
+        line.append(" · ", style="dim")
+        line.append_text(self.index_status())
+        if self.flushing:
+            line.append(" · flushing memory…", style="italic")
+        if self.notice:
+            line.append(" · ", style="dim")
+            line.append(self.notice, style="bold")
+        return line
+
+    def index_status(self) -> Text:
+        """``index 1,204 chunks ✓ hybrid`` / ``BM25 only (model loading…)`` / progress."""
+        status = Text()
+        if self.chunks is None:
+            status.append("index …")
+        else:
+            status.append(f"index {self.chunks:,} chunk{'s' if self.chunks != 1 else ''}")
+        if self.progress:
+            status.append(f" · {self.progress}", style="italic")
+        elif self.model_state == "loaded":
+            status.append(" ✓ hybrid")
+        elif self.model_state == "loading":
+            status.append(" · BM25 only (model loading…)", style="italic")
+        elif self.model_state == "failed":
+            status.append(" · BM25 only (model failed)", style="bold")
+        else:
+            status.append(" · BM25 only")
+        return status

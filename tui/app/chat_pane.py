@@ -1,0 +1,396 @@
+"""The centre of the screen: the conversation, streamed as it happens, and the message box."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Input, Markdown, Static
+
+from tui.app.app_messages import MemoryToolRan, SessionStarted, TurnFinished
+from tui.app.chat_input import ChatInput
+from tui.app.chat_message import ChatMessage, error_part, notice_part
+from tui.app.setup_explainer import SetupExplainer
+from tui.app.tool_call_view import ToolCallView
+from tui.chat.chat import ChatEngine
+from tui.chat.events import (
+    Compacted,
+    CompactionFailed,
+    CompactionStarted,
+    InjectionBuilt,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnDone,
+    TurnError,
+    Usage,
+)
+from tui.chat.sessions import SessionError, Transcript
+from tui.engine.inject import InjectionReport
+
+#: Tools that only read memory; any other tool that succeeds may have changed the files.
+READ_ONLY_TOOLS = frozenset({"memory_search", "memory_get"})
+#: Messages of a resumed session rendered at most (older ones are summarised in one line).
+MAX_SHOWN_MESSAGES = 200
+
+
+def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
+    """The dim line under an answer: ``memory 812/2000 tokens · 3 relevant · 1,204 → 56 tokens``."""
+    parts = []
+    if report is not None:
+        relevant = sum(1 for item in report.included if item.kind == "relevant")
+        parts.append(f"memory {report.tokens_used}/{report.budget} tokens · {relevant} relevant")
+    if usage.get("prompt") or usage.get("completion"):
+        parts.append(f"{usage['prompt']:,} → {usage['completion']:,} tokens")
+    return " · ".join(parts)
+
+
+def transcript_messages(
+    transcript: Transcript, limit: int = MAX_SHOWN_MESSAGES
+) -> tuple[list[ChatMessage], int]:
+    """The transcript as chat widgets (tool calls with their results, errors, compactions),
+    the last ``limit`` of them, and how many earlier ones were left out."""
+    records = transcript.records
+    results = {str(r.get("id")): r for r in records if r.get("type") == "tool_result"}
+    silent_ids = {m.id for m in transcript.messages if m.silent}
+    messages: list[ChatMessage] = []
+    parts: list[Widget] | None = None
+    texts: list[str] = []
+
+    def close_answer() -> None:
+        nonlocal parts
+        if parts is not None:
+            message = ChatMessage("assistant", "".join(texts), parts=parts)
+            messages.append(message)
+        parts = None
+        texts.clear()
+
+    def answer_parts() -> list[Widget]:
+        nonlocal parts
+        if parts is None:
+            parts = []
+        return parts
+
+    for record in records:
+        kind = record.get("type")
+        if kind == "message":
+            if record.get("silent"):
+                continue
+            content = str(record.get("content") or "")
+            if record.get("role") == "user":
+                close_answer()
+                messages.append(ChatMessage("user", content))
+            elif record.get("role") == "assistant":
+                current = answer_parts()
+                if content:
+                    current.append(Markdown(content))
+                    texts.append(content)
+                if record.get("incomplete"):
+                    current.append(notice_part("(answer cut short)"))
+        elif kind == "tool_call":
+            if str(record.get("message_id")) in silent_ids:
+                continue
+            arguments = record.get("input")
+            view = ToolCallView(
+                str(record.get("id")),
+                str(record.get("tool", "")),
+                arguments if isinstance(arguments, dict) else {},
+                raw_arguments=str(record.get("arguments") or ""),
+            )
+            result = results.get(str(record.get("id")))
+            if result is not None:
+                output = result.get("output")
+                view.set_result(output if isinstance(output, dict) else {}, bool(result.get("ok")))
+            answer_parts().append(view)
+        elif kind == "error":
+            answer_parts().append(
+                error_part(str(record.get("kind", "error")), str(record.get("message", "")))
+            )
+        elif kind == "compaction":
+            answer_parts().append(
+                notice_part(
+                    f"(compacted: {record.get('dropped_messages', 'older')} earlier messages "
+                    "are now a summary for the model)"
+                )
+            )
+    close_answer()
+    hidden = max(0, len(messages) - limit)
+    return messages[hidden:], hidden
+
+
+class ChatPane(Vertical):
+    """The conversation of the active session and the message box.
+
+    :meth:`show_transcript` renders a session; sending runs ``ChatEngine.run_turn`` in one async
+    worker and renders its events as they arrive. The log follows new output only while it is
+    scrolled to the bottom: once the conversation overflows the view it is anchored (Textual's
+    ``anchor``), scrolling up releases the anchor and scrolling back down restores it. Short
+    conversations stay at the top (an anchored view would push them to the bottom).
+    """
+
+    HELP = """\
+## Chat
+
+Talk to the assistant. It sees the memory block shown in the **Inject** tab, and may call
+memory tools (shown inline; **Enter** on one expands it).
+
+- **Enter** sends, **Up**/**Down** recall earlier messages.
+- **Escape** stops an answer that is still streaming.
+- Scroll up to read: the view stops following new text until you scroll back down.
+"""
+
+    BINDINGS = [
+        Binding(
+            "escape",
+            "stop",
+            "Stop",
+            id="chat_pane.stop",
+            tooltip="Stop the answer that is streaming",
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    ChatPane {
+        height: 1fr;
+    }
+    ChatPane > #chat-log {
+        height: 1fr;
+        padding: 0 1 0 0;
+    }
+    ChatPane > #chat-status {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    ChatPane > #chat-input {
+        margin: 0;
+    }
+    """
+
+    #: True while a turn is running.
+    busy: reactive[bool] = reactive(False)
+
+    def __init__(
+        self,
+        engine: ChatEngine,
+        *,
+        config_file: Path,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.engine = engine
+        self.config_file = config_file
+        self.session_id: str | None = None
+        #: The last message the user sent in this session.
+        self.last_user_text: str | None = None
+        #: Turns ended so far (answered, failed or stopped).
+        self.turns_finished = 0
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="chat-log"):
+            if self.engine.llm_problem:
+                yield SetupExplainer(self.engine.config, self.config_file, id="setup-explainer")
+        yield Static("", id="chat-status")
+        placeholder = (
+            "no model: type to preview what memory a message would inject"
+            if self.engine.llm_problem
+            else "message… (Enter sends, ↑ history)"
+        )
+        yield ChatInput(placeholder=placeholder, id="chat-input")
+
+    def on_mount(self) -> None:
+        self._show_status()
+
+    @property
+    def log_view(self) -> VerticalScroll:
+        """The scrolling conversation."""
+        return self.query_one("#chat-log", VerticalScroll)
+
+    @property
+    def chat_input(self) -> ChatInput:
+        """The message box."""
+        return self.query_one("#chat-input", ChatInput)
+
+    @property
+    def messages(self) -> list[ChatMessage]:
+        """The messages shown, oldest first."""
+        return list(self.log_view.query(ChatMessage))
+
+    # -- sessions --
+
+    async def show_transcript(self, session_id: str | None, transcript: Transcript | None) -> None:
+        """Show a session (``None``: an empty chat, nothing open)."""
+        self.session_id = session_id
+        log = self.log_view
+        await log.remove_children(".chat-item")
+        users = []
+        if transcript is not None:
+            widgets, hidden = transcript_messages(transcript)
+            items: list[Widget] = list(widgets)
+            if hidden:
+                items.insert(0, notice_part(f"({hidden} earlier messages not shown)"))
+            for item in items:
+                item.add_class("chat-item")
+            await log.mount_all(items)
+            users = [m.content for m in transcript.messages if m.role == "user" and not m.silent]
+        self.last_user_text = users[-1] if users else None
+        self.chat_input.set_history(users)
+        log.anchor(False)
+        log.scroll_home(animate=False, immediate=True)
+        self.call_after_refresh(self.follow_output)
+
+    def follow_output(self) -> None:
+        """Anchor the log to the bottom once it overflows (until the user scrolls up)."""
+        log = self.log_view
+        if not log.is_anchored and log.max_scroll_y > 0:
+            log.anchor()
+
+    # -- sending --
+
+    @on(Input.Submitted, "#chat-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            return
+        problem = self.engine.llm_problem
+        if problem:
+            self.notify(problem, title="no model configured", severity="warning", timeout=8)
+            return
+        if self.busy:
+            self.notify("still answering — Escape stops it", severity="warning")
+            return
+        self.chat_input.remember(text)
+        self.chat_input.clear()
+        self.send(text)
+
+    def send(self, text: str) -> None:
+        """Send ``text`` as the user's next message (creates a session if none is open)."""
+        self.busy = True
+        self.last_user_text = text
+        self._run_turn(text)
+
+    def action_stop(self) -> None:
+        """Stop the running turn (what was streamed stays; the transcript keeps the message)."""
+        for worker in self.workers:
+            if worker.group == "turn" and worker.is_running:
+                worker.cancel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":
+            return self.busy
+        return True
+
+    def watch_busy(self) -> None:
+        self._show_status()
+        self.refresh_bindings()
+
+    def _show_status(self) -> None:
+        statuses = self.query("#chat-status").results(Static)
+        status = next(statuses, None)
+        if status is None:
+            return
+        if self.busy:
+            status.update(Text("answering… (Escape stops)", style="italic"))
+        elif self.engine.llm_problem:
+            status.update(Text("memory only: no model configured", style="italic"))
+        else:
+            status.update(Text(self.engine.llm.model or "", style="dim"))
+
+    async def _add(self, widget: Widget) -> None:
+        widget.add_class("chat-item")
+        await self.log_view.mount(widget)
+        self.call_after_refresh(self.follow_output)
+
+    @work(group="turn", exclusive=True, exit_on_error=False)
+    async def _run_turn(self, text: str) -> None:
+        """One turn: the engine's events, rendered as they arrive (an async worker on the UI
+        loop; the engine runs its blocking parts in threads)."""
+        session_id = self.session_id
+        assistant: ChatMessage | None = None
+        ok = False
+        memory_changed = False
+        report: InjectionReport | None = None
+        usage = {"prompt": 0, "completion": 0}
+        if self.log_view.is_anchored:
+            self.log_view.scroll_end(animate=False, immediate=True)  # sending follows again
+        try:
+            if session_id is None:
+                info = await asyncio.to_thread(self.engine.sessions.create)
+                session_id = self.session_id = info.id
+                self.post_message(SessionStarted(info))
+            await self._add(ChatMessage("user", text))
+            assistant = ChatMessage("assistant")
+            await self._add(assistant)
+            async for event in self.engine.run_turn(session_id, text):
+                if isinstance(event, TextDelta):
+                    await assistant.append_text(event.text)
+                    self.follow_output()
+                elif isinstance(event, InjectionBuilt):
+                    report = event.report
+                elif isinstance(event, ToolCallStarted):
+                    await assistant.add_tool_call(
+                        event.call_id,
+                        event.name,
+                        event.arguments,
+                        raw_arguments=event.raw_arguments,
+                        silent=event.silent,
+                    )
+                elif isinstance(event, ToolCallFinished):
+                    assistant.finish_tool_call(event.call_id, event.result, event.ok)
+                    if event.ok and event.name not in READ_ONLY_TOOLS:
+                        memory_changed = True
+                        self.post_message(MemoryToolRan(event.name))
+                elif isinstance(event, Usage):
+                    usage["prompt"] += event.prompt_tokens
+                    usage["completion"] += event.completion_tokens
+                elif isinstance(event, TurnError):
+                    await assistant.add_error(event.kind, event.message)
+                elif isinstance(event, CompactionStarted):
+                    await assistant.add_notice(
+                        f"(compacting: ~{event.estimated_tokens:,} of {event.limit:,} tokens)"
+                    )
+                elif isinstance(event, Compacted):
+                    await assistant.add_notice(
+                        f"(compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens)"
+                    )
+                elif isinstance(event, CompactionFailed):
+                    await assistant.add_notice(f"(compaction skipped: {event.message})")
+                elif isinstance(event, TurnDone):
+                    ok = True
+            assistant.set_meta(describe_turn(report, usage))
+        except asyncio.CancelledError:
+            if assistant is not None:
+                await assistant.add_notice("(stopped)")
+            raise
+        except SessionError as exc:
+            if assistant is not None:
+                await assistant.add_error("session", str(exc))
+        except Exception as exc:  # a bug: show it where the answer would be, keep the app alive
+            if assistant is not None:
+                await assistant.add_error("internal", f"{type(exc).__name__}: {exc}")
+            else:
+                self.notify(f"{type(exc).__name__}: {exc}", title="chat", severity="error")
+        finally:
+            if assistant is not None:
+                await assistant.finish()
+            self.busy = False
+            self.turns_finished += 1
+            if session_id is not None:
+                self.post_message(TurnFinished(session_id, text, ok, memory_changed))
+
+    @property
+    def tool_calls(self) -> list[ToolCallView]:
+        """Every tool call shown, oldest first."""
+        return list(self.log_view.query(ToolCallView))
+
+    def transcript_text(self) -> list[tuple[str, str]]:
+        """``(role, text)`` of the messages shown (tests, copy)."""
+        return [(m.role, m.text) for m in self.messages]

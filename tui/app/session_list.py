@@ -1,0 +1,167 @@
+"""The left column: chat sessions, most recent first; pick one to switch to it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from tui.app.app_messages import (
+    NewSessionRequested,
+    SessionChosen,
+    SessionDeleteRequested,
+    SessionRenameRequested,
+    SessionsLoaded,
+)
+from tui.chat.sessions import SessionInfo, SessionStore
+
+#: Characters of a title shown before it is cut.
+TITLE_WIDTH = 40
+
+
+def session_prompt(info: SessionInfo, active: bool) -> Text:
+    """Two lines: the title (marked when active), then message counts."""
+    title = info.title if len(info.title) <= TITLE_WIDTH else info.title[: TITLE_WIDTH - 1] + "…"
+    prompt = Text()
+    prompt.append("● " if active else "  ", style="bold")
+    prompt.append(title, style="bold" if active else "")
+    count = f"{info.message_count} msg{'s' if info.message_count != 1 else ''}"
+    pending = f" · {info.unlogged_count} not logged" if info.unlogged_count else ""
+    prompt.append(f"\n  {count}{pending}", style="dim")
+    return prompt
+
+
+class SessionList(Vertical):
+    """Sessions of the workspace. Enter switches; ``n`` new, ``r`` rename, ``delete`` deletes.
+
+    The list reads the ``sessions/`` folder in a thread worker (:meth:`reload`); choices are
+    posted to the app as messages, which does the switching and the flushes.
+    """
+
+    HELP = """\
+## Sessions
+
+Your conversations, most recent first. The one marked ● is open.
+
+- **Enter** (or a click): switch to it. The session you leave is summarised into today's
+  daily log in the background (the session-switch flush).
+- **n**: a new session · **r**: rename · **Delete**: delete (asks first; the session is
+  flushed to memory, then moved to `sessions/.trash/`).
+"""
+
+    BINDINGS = [
+        Binding(
+            "n", "new", "New", id="session_list.new", tooltip="Start a new session", show=False
+        ),
+        Binding(
+            "r",
+            "rename",
+            "Rename",
+            id="session_list.rename",
+            tooltip="Rename the highlighted session",
+        ),
+        Binding(
+            "delete,d",
+            "delete",
+            "Delete",
+            id="session_list.delete",
+            tooltip="Delete the highlighted session (flushes it to memory first)",
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    SessionList {
+        height: 1fr;
+    }
+    SessionList > #sessions-title {
+        height: 1;
+        padding: 0 1;
+        text-style: bold;
+        background: $boost;
+    }
+    SessionList > #sessions {
+        height: 1fr;
+        border: none;
+        padding: 0;
+        background: transparent;
+    }
+    """
+
+    def __init__(self, sessions: SessionStore, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.sessions = sessions
+        self.infos: list[SessionInfo] = []
+        self.active_id: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Sessions", id="sessions-title")
+        yield OptionList(id="sessions")
+
+    @property
+    def option_list(self) -> OptionList:
+        return self.query_one("#sessions", OptionList)
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        """Re-read the sessions (in a worker)."""
+        self._load()
+
+    def set_active(self, session_id: str | None) -> None:
+        """Mark the open session."""
+        self.active_id = session_id
+        self._render_options()
+
+    @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
+    def _load(self) -> None:
+        self.post_message(SessionsLoaded(self.sessions.list()))
+
+    @on(SessionsLoaded)
+    def _loaded(self, message: SessionsLoaded) -> None:
+        self.infos = message.sessions
+        self._render_options()
+
+    def _render_options(self) -> None:
+        options = self.option_list
+        highlighted = options.highlighted_option.id if options.highlighted_option else None
+        options.clear_options()
+        if not self.infos:
+            options.add_option(Option(Text("no sessions yet", style="dim italic"), disabled=True))
+            return
+        options.add_options(
+            Option(session_prompt(info, info.id == self.active_id), id=info.id)
+            for info in self.infos
+        )
+        target = highlighted or self.active_id
+        for index, info in enumerate(self.infos):
+            if info.id == target:
+                options.highlighted = index
+                break
+
+    def _highlighted_id(self) -> str | None:
+        option = self.option_list.highlighted_option
+        return option.id if option is not None else None
+
+    @on(OptionList.OptionSelected, "#sessions")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self.post_message(SessionChosen(event.option.id))
+
+    def action_new(self) -> None:
+        self.post_message(NewSessionRequested())
+
+    def action_rename(self) -> None:
+        session_id = self._highlighted_id()
+        if session_id:
+            self.post_message(SessionRenameRequested(session_id))
+
+    def action_delete(self) -> None:
+        session_id = self._highlighted_id()
+        if session_id:
+            self.post_message(SessionDeleteRequested(session_id))
