@@ -28,6 +28,7 @@ from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
 from .config import Config, load_config
+from .consolidate import Consolidator
 from .events import (
     ChatEvent,
     Compacted,
@@ -89,7 +90,8 @@ class ChatEngine:
     Attributes a UI uses directly: ``config``, ``memory`` (:class:`MemoryEngine`),
     ``sessions`` (:class:`SessionStore`: list/create/rename/load), ``triggers``
     (:class:`TriggerManager`: switch/end/delete/quit/focus/tick/run, listeners),
-    ``flusher`` (:class:`DailyLogFlusher`) and ``llm`` (:class:`LLMClient`).
+    ``flusher`` (:class:`DailyLogFlusher`), ``consolidator`` (:class:`Consolidator`:
+    is_due/propose/accept/reject, blocking: call it from a worker) and ``llm`` (:class:`LLMClient`).
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class ChatEngine:
             tick_seconds=config.tick_seconds,
             clock=clock,
         )
+        self.consolidator = Consolidator(memory, self.llm, state=self.triggers.state, clock=clock)
 
     @classmethod
     def open(
@@ -148,6 +151,7 @@ class ChatEngine:
         self.llm.close()
         self.llm = LLMClient(config)
         self.flusher.llm = self.llm
+        self.consolidator.llm = self.llm
         self.memory.search_options = config.search_options()
         self.memory.injection_options = config.injection_options()
         triggers = self.triggers

@@ -1,4 +1,5 @@
-"""``memdeck ask``, ``memdeck flush`` and ``memdeck sessions``: the chat engine from a shell."""
+"""``memdeck ask``, ``memdeck flush``, ``memdeck sessions`` and ``memdeck consolidate``: the chat
+engine from a shell."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from ..cli import CliError, command
 from .chat import ChatEngine
 from .config import ConfigError, load_config
+from .consolidate import ConsolidationError, Proposal
 from .events import (
     Compacted,
     CompactionFailed,
@@ -233,6 +235,90 @@ def _run_sessions(args: argparse.Namespace) -> int:
         engine.close()
 
 
+# -- consolidate --
+
+
+def _configure_consolidate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read the daily logs of the last N days (default: since the last consolidation, "
+        "at most consolidate_max_days)",
+    )
+    parser.add_argument("--yes", action="store_true", help="apply the proposal without asking")
+    parser.add_argument("--json", action="store_true", help="print the proposal as JSON")
+    _add_llm_flags(parser)
+
+
+def _ask_apply() -> bool:
+    print("Apply? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _print_proposal(proposal: Proposal) -> None:
+    if proposal.unchanged:
+        print("MEMORY.md is already consolidated: no changes proposed")
+    else:
+        sys.stdout.write(proposal.diff)
+    window = f"{proposal.window_start.isoformat()} to {proposal.window_end.isoformat()}"
+    logs = len(proposal.sources)
+    print(
+        f"-- {proposal.stats.summary}; {logs} daily log{'s' if logs != 1 else ''} read ({window})",
+        file=sys.stderr,
+    )
+    for note in proposal.notes:
+        print(f"-- {note}", file=sys.stderr)
+
+
+def _run_consolidate(args: argparse.Namespace) -> int:
+    if args.days is not None and args.days < 1:
+        raise CliError("--days must be at least 1")
+    engine = _open(args, create=False)
+    try:
+        consolidator = engine.consolidator
+        try:
+            proposal = consolidator.propose(days=args.days)
+        except ConsolidationError as exc:
+            raise CliError(exc.message) from exc
+        interactive = sys.stdin.isatty()
+        if args.json:
+            payload = proposal.to_json()
+        else:
+            _print_proposal(proposal)
+        if args.yes:
+            apply = True
+        elif proposal.unchanged:
+            apply = False
+        elif not interactive or args.json:
+            apply = False
+            why = "stdin is not a terminal" if not interactive else "--json never asks"
+            print(f"memdeck: not applied ({why}); run with --yes to apply", file=sys.stderr)
+        else:
+            apply = _ask_apply()
+            if not apply:
+                consolidator.reject(proposal, reason="declined at the prompt")
+                print("not applied; MEMORY.md is unchanged", file=sys.stderr)
+        if apply:
+            try:
+                result = consolidator.accept(proposal)
+            except ConsolidationError as exc:
+                raise CliError(exc.message) from exc
+            if not args.json:
+                print(
+                    "MEMORY.md updated and re-indexed" if result.written else "nothing to write",
+                    file=sys.stderr,
+                )
+        if args.json:
+            payload["applied"] = apply
+            print(json.dumps(payload, ensure_ascii=False))
+        return 0
+    finally:
+        engine.close()
+
+
 command("ask", "ask one question (streams the answer; tool calls on stderr)")(
     (_configure_ask, _run_ask)
 )
@@ -240,3 +326,6 @@ command("flush", "log new messages of a session (or all) to the daily log now")(
     (_configure_flush, _run_flush)
 )
 command("sessions", "list chat sessions (rename, delete)")((_configure_sessions, _run_sessions))
+command("consolidate", "propose an updated MEMORY.md from recent daily logs; show the diff")(
+    (_configure_consolidate, _run_consolidate)
+)

@@ -15,6 +15,7 @@ min_score = 0.35
 [triggers]
 idle_minutes = 5
 flush_on_blur = true
+consolidate_every_days = 1               # offer a MEMORY.md consolidation daily; 0 = on demand only
 
 [ui]
 theme = "memdeck-dark"
@@ -151,6 +152,11 @@ class Config:
     threshold: float | None = _field(
         "memory", None, "Threshold mode: every result above this relevance, no fixed cap."
     )
+    consolidate_max_days: int = _field(
+        "memory",
+        7,
+        "Consolidation reads the daily logs since the last one, at most this many days back.",
+    )
     # -- [triggers] --
     idle_minutes: float = _field(
         "triggers", 5.0, "Flush the active session after this many minutes without a message."
@@ -163,6 +169,11 @@ class Config:
     )
     tick_seconds: float = _field(
         "triggers", 15.0, "How often the trigger timer checks idle time and the date."
+    )
+    consolidate_every_days: int = _field(
+        "triggers",
+        1,
+        "Offer a consolidation of MEMORY.md every this many days (0: only on demand).",
     )
     # -- [ui] --
     theme: str = _field("ui", "memdeck-dark", "Theme name (built-in or from themes/).")
