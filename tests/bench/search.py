@@ -60,17 +60,22 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-import numpy as np
+# Run as a script, this file's folder comes first on sys.path, where a sibling named like the
+# package (tests/bench/tui.py) would shadow it: drop the folder so ``tui`` is the installed one.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from tui.engine.chunker import Chunk, ChunkParams, chunk_markdown
-from tui.engine.embeddings import Embedder, count_tokens_batch, load_tokenizer
-from tui.engine.engine import MemoryEngine
-from tui.engine.fileio import sha256_text
-from tui.engine.index import MemoryIndex, connect
-from tui.engine.search import search
-from tui.engine.textsearch import build_match_query, query_terms
-from tui.engine.vectors import EXACT_BELOW
-from tui.engine.workspace import Workspace
+import numpy as np  # noqa: E402
+
+from tui.engine.chunker import Chunk, ChunkParams, chunk_markdown  # noqa: E402
+from tui.engine.embeddings import Embedder, count_tokens_batch, load_tokenizer  # noqa: E402
+from tui.engine.engine import MemoryEngine  # noqa: E402
+from tui.engine.fileio import sha256_text  # noqa: E402
+from tui.engine.index import MemoryIndex, connect  # noqa: E402
+from tui.engine.search import search  # noqa: E402
+from tui.engine.textsearch import build_match_query, query_terms  # noqa: E402
+from tui.engine.vectors import EXACT_BELOW  # noqa: E402
+from tui.engine.workspace import Workspace  # noqa: E402
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
