@@ -517,6 +517,60 @@ async def test_quitting_flushes_then_exits(engine: ChatEngine, server: FakeOpenA
     )
 
 
+def consolidation_reply(body: dict[str, Any]) -> FakeOpenAI | Any:
+    """Answers a consolidation request with MEMORY.md plus one new fact."""
+    system = " ".join(str(m.get("content")) for m in body["messages"] if m["role"] == "system")
+    if "memory consolidation assistant" not in system:
+        return None
+    return FakeOpenAI.text(MEMORY + "- Plans trips months ahead\n")
+
+
+@pytest.mark.parametrize("choice", ["a", "r"])
+async def test_consolidation_is_reviewed_then_accepted_or_rejected(
+    engine: ChatEngine, server: FakeOpenAI, choice: str
+) -> None:
+    from tui.app.consolidation_screen import ConsolidationScreen
+
+    server.responder = consolidation_reply
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    memory_file = engine.memory.workspace.memory_file
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.action_consolidate()
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ConsolidationScreen)
+                and bool(app.screen.query("#consolidation-diff"))
+            ),
+            "the proposal to review",
+        )
+        diff = text_of(app.screen.query_one("#consolidation-diff", Static))
+        assert "+- Plans trips months ahead" in diff
+        assert "+1 added" in text_of(app.screen.query_one("#consolidation-summary", Static))
+        await pilot.press(choice)
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, ConsolidationScreen), "the decision"
+        )
+        if choice == "a":
+            await wait_until(
+                pilot, lambda: "Plans trips months ahead" in memory_file.read_text(), "the write"
+            )
+            editor = app.memory_panels.memory_editor
+            await wait_until(
+                pilot, lambda: "Plans trips months ahead" in editor.text_area.text, "the editor"
+            )
+        else:
+            await wait_until(
+                pilot,
+                lambda: any(
+                    "consolidation rejected" in e for e in app.memory_panels.stats_panel.events
+                ),
+                "the rejection",
+            )
+            assert "Plans trips" not in memory_file.read_text()
+
+
 # -- without a model --
 
 
@@ -598,6 +652,7 @@ async def test_every_action_is_in_the_command_palette(engine: ChatEngine) -> Non
         "Flush memory now",
         "Reindex memory",
         "Why did this surface?",
+        "Consolidate memory",
         "Show workspace path",
         "Theme",
         "Show Search",

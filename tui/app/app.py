@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -30,6 +30,8 @@ from textual.worker import Worker, WorkerState
 
 from tui.app.app_header import AppHeader
 from tui.app.app_messages import (
+    ConsolidationFinished,
+    ConsolidationProposed,
     IndexProgress,
     IndexStatsRead,
     IndexSynced,
@@ -56,8 +58,12 @@ from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
 from tui.app.workspace_watcher import WorkspaceWatcher
 from tui.chat.chat import ChatEngine
 from tui.chat.config import ConfigError, save_config
+from tui.chat.consolidate import ConsolidationError
 from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
 from tui.engine.index import SyncReport
+
+if TYPE_CHECKING:
+    from tui.chat.consolidate import Proposal
 
 #: Longest wait for the quit flush before the app closes anyway.
 QUIT_FLUSH_TIMEOUT = 15.0
@@ -427,10 +433,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @work(thread=True, exclusive=True, group="initial-session", exit_on_error=False)
     def _open_initial_session(self) -> None:
-        """Resume the most recently updated session, if any."""
+        """Resume the most recently updated session, if any; say if a consolidation is due."""
         infos = self.engine.sessions.list()
         if infos:
             self.post_message(SessionChosen(infos[0].id))
+        if not self.engine.llm_problem and self.engine.consolidator.is_due():
+            self.post_message(ConsolidationFinished("due"))
 
     @on(SessionChosen)
     @needs_ui
@@ -627,6 +635,71 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             return
         self.post_message(IndexSynced("reindex", report))
 
+    def action_consolidate(self) -> None:
+        """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""
+        self.notify("asking the model for a consolidated MEMORY.md…", title="consolidate")
+        self._propose_consolidation()
+
+    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
+    def _propose_consolidation(self) -> None:
+        try:
+            proposal = self.engine.consolidator.propose()
+        except ConsolidationError as exc:
+            self.post_message(ConsolidationFinished("failed", exc.message))
+            return
+        self.post_message(ConsolidationProposed(proposal))
+
+    @on(ConsolidationProposed)
+    @needs_ui
+    def _consolidation_proposed(self, message: ConsolidationProposed) -> None:
+        from tui.app.consolidation_screen import ConsolidationScreen
+
+        proposal = message.proposal
+        if proposal.unchanged:
+            self.notify("MEMORY.md is already consolidated: no changes", title="consolidate")
+            return
+
+        def decided(choice: str | None) -> None:
+            if choice is not None:
+                self._decide_consolidation(proposal, choice)
+
+        self.push_screen(ConsolidationScreen(proposal), decided)
+
+    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
+    def _decide_consolidation(self, proposal: Proposal, choice: str) -> None:
+        consolidator = self.engine.consolidator
+        if choice == "reject":
+            consolidator.reject(proposal, reason="rejected in the app")
+            self.post_message(ConsolidationFinished("rejected"))
+            return
+        try:
+            result = consolidator.accept(proposal)
+        except ConsolidationError as exc:
+            self.post_message(ConsolidationFinished("failed", exc.message))
+            return
+        self.post_message(ConsolidationFinished("accepted", result.stats.summary))
+
+    @on(ConsolidationFinished)
+    @needs_ui
+    def _consolidation_finished(self, message: ConsolidationFinished) -> None:
+        panels = self.memory_panels
+        if message.what == "due":
+            self.notify(
+                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
+                title="consolidation due",
+                timeout=10,
+            )
+        elif message.what == "accepted":
+            panels.log_event(f"consolidation accepted: {message.detail}")
+            panels.index_changed(["MEMORY.md"])
+            self.notify(f"MEMORY.md updated: {message.detail}", title="consolidate")
+        elif message.what == "rejected":
+            panels.log_event("consolidation rejected")
+            self.notify("nothing changed", title="consolidation rejected")
+        else:
+            panels.log_event(f"consolidation failed: {message.detail}")
+            self.notify(message.detail, title="consolidation", severity="warning", timeout=10)
+
     def action_show_workspace(self) -> None:
         """Show (and copy) the workspace folder."""
         root = str(self.engine.memory.workspace.root)
@@ -687,6 +760,11 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             "Reindex memory",
             "Rebuild the search index from the Markdown files (ctrl+r)",
             self.action_reindex,
+        )
+        yield SystemCommand(
+            "Consolidate memory",
+            "Fold recent daily logs into MEMORY.md: the model proposes, you review the diff",
+            self.action_consolidate,
         )
         yield SystemCommand(
             "Why did this surface?",

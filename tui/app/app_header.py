@@ -56,7 +56,7 @@ written from a conversation.
         line.append(self.model or "no model", style="" if self.model else "italic")
         line.append(" · ", style="dim")
         line.append_text(self.index_status())
-        if self.flushing:
+        if self.flushing and not self.notice:
             line.append(" · flushing memory…", style="italic")
         if self.notice:
             line.append(" · ", style="dim")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from tui.chat.consolidate import Proposal
     from tui.chat.events import FlushOutcome, TriggerListenerEvent
     from tui.chat.sessions import SessionInfo, Transcript
     from tui.engine.index import SyncReport
@@ -148,6 +149,21 @@ class ModelLoadFinished(Message):
     """The embedding model finished loading (``error`` set when it failed)."""
 
     error: str | None = None
+
+
+@dataclass
+class ConsolidationProposed(Message):
+    """The model proposed an updated MEMORY.md (to review)."""
+
+    proposal: Proposal
+
+
+@dataclass
+class ConsolidationFinished(Message):
+    """A consolidation step ended: ``what`` is ``accepted``, ``rejected``, ``due`` or ``failed``."""
+
+    what: str
+    detail: str = ""
 
 
 @dataclass

@@ -129,6 +129,8 @@ Your conversations, most recent first. The one marked ● is open.
     def _render_options(self) -> None:
         options = self.option_list
         highlighted = options.highlighted_option.id if options.highlighted_option else None
+        # The highlight follows the open session unless the user is moving through the list.
+        target = highlighted if options.has_focus and highlighted else self.active_id
         options.clear_options()
         if not self.infos:
             options.add_option(Option(Text("no sessions yet", style="dim italic"), disabled=True))
@@ -137,7 +139,6 @@ Your conversations, most recent first. The one marked ● is open.
             Option(session_prompt(info, info.id == self.active_id), id=info.id)
             for info in self.infos
         )
-        target = highlighted or self.active_id
         for index, info in enumerate(self.infos):
             if info.id == target:
                 options.highlighted = index
