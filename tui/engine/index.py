@@ -29,6 +29,8 @@ from .vectors import VectorMirror
 from .workspace import Workspace
 
 SCHEMA_VERSION = 1
+#: Below this many chunks every query term is searched, however common.
+MIN_CHUNKS_TO_PRUNE = 2000
 #: Writes commit at least this often (rows), so readers see progress and a crash loses little.
 COMMIT_EVERY = 200
 
@@ -118,6 +120,7 @@ def _schema(dims: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
         "CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(embedded) WHERE embedded = 0",
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
         """CREATE TABLE IF NOT EXISTS embedding_cache (
             model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, hash))""",
@@ -513,31 +516,45 @@ class MemoryIndex:
 
     # -- reading --
 
-    def fts_candidates(self, query: str, limit: int | None) -> list[tuple[int, float]]:
-        """``(chunk id, bm25 rank)`` of the best full-text matches (rank: negative, lower is better)."""
-        sql = "SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return self._fts(query, sql, [])
+    def fts_candidates(
+        self, query: str, limit: int | None, *, also: Sequence[int] = ()
+    ) -> list[tuple[int, float]]:
+        """``(chunk id, bm25 rank)`` of the best full-text matches (rank: negative, lower is better).
 
-    def fts_ranks(self, query: str, ids: Sequence[int]) -> dict[int, float]:
-        """bm25 ranks of specific chunks (those that match at all)."""
-        if not ids:
-            return {}
-        sql = (
-            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-            f"AND rowid IN ({','.join('?' * len(ids))})"
-        )
-        return dict(self._fts(query, sql, list(ids)))
-
-    def _fts(self, query: str, sql: str, args: list) -> list[tuple[int, float]]:
-        match = build_match_query(query)
+        ``also`` names chunks (vector candidates) whose rank is wanted too if they match at all:
+        they come back in the same FTS evaluation, which costs as much as the query itself.
+        """
+        match = build_match_query(query, self._doc_share)
         if match is None:
             return []
+        order = "rank"
+        args: list = [match]
+        if also:
+            order = f"rowid IN ({','.join('?' * len(also))}) DESC, rank"
+            args.extend(also)
+        sql = f"SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit) + len(also)}"
         try:
-            return [(row[0], row[1]) for row in self._reader().execute(sql, [match, *args])]
+            rows = self._reader().execute(sql, args).fetchall()
         except sqlite3.OperationalError:
             return []
+        if limit is None or not also:
+            return [(row[0], row[1]) for row in rows]
+        wanted = set(also)
+        others = [row for row in rows if row[0] not in wanted][:limit]
+        return [(row[0], row[1]) for row in rows if row[0] in wanted] + [
+            (r[0], r[1]) for r in others
+        ]
+
+    def _doc_share(self, token: str) -> float:
+        """Share of chunks whose text contains ``token`` (0 on small indexes, where it does not matter)."""
+        conn = self._reader()
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        if total < MIN_CHUNKS_TO_PRUNE:
+            return 0.0
+        row = conn.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (token,)).fetchone()
+        return (row[0] if row else 0) / total
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         """Stored chunks by id (missing ids are left out)."""

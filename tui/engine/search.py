@@ -147,7 +147,6 @@ def search(
     threshold_mode = options.threshold is not None
     pool = None if threshold_mode else max(1, options.max_results * options.candidate_multiplier)
 
-    text_hits = dict(index.fts_candidates(query, THRESHOLD_TEXT_LIMIT if threshold_mode else pool))
     vector_hits: dict[int, float] = {}
     if query_vector is not None:
         mirror = index.ensure_mirror()
@@ -161,6 +160,10 @@ def search(
             vector_hits = dict(mirror.knn(query_vector, pool))
     else:
         response.notes.append("embedding model not loaded: BM25 only")
+    text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else pool
+    text_hits = dict(
+        index.fts_candidates(query, text_limit, also=list(vector_hits)[:THRESHOLD_TEXT_LIMIT])
+    )
 
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits]))
     if not candidate_ids:
@@ -169,9 +172,6 @@ def search(
         missing = [i for i in candidate_ids if i not in vector_hits]
         for chunk_id, vector in index.mirror.vectors_for(missing).items():
             vector_hits[chunk_id] = float(vector @ query_vector)
-    missing_text = [i for i in candidate_ids if i not in text_hits]
-    if missing_text:
-        text_hits.update(index.fts_ranks(query, missing_text))
     rows = index.chunks_by_id(candidate_ids)
 
     floor = options.threshold if threshold_mode else options.min_score

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -28,6 +29,8 @@ STOP_WORDS = frozenset(
 
 #: Most terms a MATCH expression gets; the rest of a very long query adds little but cost.
 MAX_QUERY_TERMS = 24
+#: A word in more than this share of chunks is too common to be worth an FTS lookup.
+COMMON_TERM_SHARE = 0.10
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -82,9 +85,18 @@ def _parse_query(query: str) -> tuple[tuple[str, ...], ...]:
     return tuple((content or unique)[:MAX_QUERY_TERMS])
 
 
-def build_match_query(query: str) -> str | None:
-    """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when nothing is searchable."""
+def build_match_query(query: str, doc_share: Callable[[str], float] | None = None) -> str | None:
+    """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when nothing is searchable.
+
+    With ``doc_share`` (the share of chunks containing a token), single-word terms found in more
+    than ``COMMON_TERM_SHARE`` of chunks are left out as long as another term remains: bm25
+    gives them almost no weight, but FTS5 still walks their huge posting lists
+    (tests/bench/search.py: 20 ms -> 5 ms per query at 100k chunks).
+    """
     terms = query_terms(query)
+    if doc_share is not None and len(terms) > 1:
+        specific = [t for t in terms if len(t) > 1 or doc_share(t[0]) <= COMMON_TERM_SHARE]
+        terms = specific or terms
     if not terms:
         return None
     return " OR ".join('"' + " ".join(term).replace('"', "") + '"' for term in terms)
