@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib
 import json
 import math
 import os
@@ -64,6 +65,9 @@ from typing import TypeVar
 # package (tests/bench/tui.py) would shadow it: drop the folder so ``tui`` is the installed one.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+# The package first: it pins BLAS to one thread before numpy loads, as the app does.
+importlib.import_module("tui")
 
 import numpy as np  # noqa: E402
 
@@ -897,7 +901,9 @@ def bench_size(
     say(summary("  search() minus FTS (with ranks) and KNN (merge, scoring)", ms(rest)))
     worst = sorted(zip(ms(stage["fts"]), squeries, strict=True), key=lambda x: -x[0])[:3]
     for v, q in worst:
-        say(f"    slowest FTS {v:7.2f} ms [{q.kind}] {q.text!r} -> {build_match_query(q.text)}")
+        say(
+            f"    slowest FTS {v:7.2f} ms [{q.kind}] {q.text!r} -> {build_match_query(q.text, index._doc_share)}"
+        )
     fts_section(index, squeries, vector_only, pool)
 
     knn_section(result, index, mirror, query_sets, anchors, rng, args)

@@ -30,7 +30,7 @@ STOP_WORDS = frozenset(
 #: Most terms a MATCH expression gets; the rest of a very long query adds little but cost.
 MAX_QUERY_TERMS = 24
 #: A word in more than this share of chunks is too common to be worth an FTS lookup.
-COMMON_TERM_SHARE = 0.10
+COMMON_TERM_SHARE = 0.05
 
 
 def cjk_bigrams(run: str) -> list[str]:
