@@ -123,3 +123,11 @@ def test_path_guard(tmp_path):
     ]:
         with pytest.raises(PathRefusedError):
             ws.resolve_memory_path(bad)
+
+
+def test_very_common_words_are_pruned_from_match_but_never_all():
+    shares = {"people": 0.4, "said": 0.3, "adoption": 0.001}
+    share = shares.get
+    assert build_match_query("people said adoption", lambda t: share(t, 0.0)) == '"adoption"'
+    assert build_match_query("people said", lambda t: share(t, 0.0)) == '"people" OR "said"'
+    assert build_match_query("people file.py", lambda t: share(t, 0.0)) == '"file py"'
