@@ -129,5 +129,7 @@ def test_very_common_words_are_pruned_from_match_but_never_all():
     shares = {"people": 0.4, "said": 0.3, "adoption": 0.001}
     share = shares.get
     assert build_match_query("people said adoption", lambda t: share(t, 0.0)) == '"adoption"'
-    assert build_match_query("people said", lambda t: share(t, 0.0)) == '"people" OR "said"'
+    assert build_match_query("people said", lambda t: share(t, 0.0)) == '"said" OR "people"'
+    shares.update({"went": 0.6, "home": 0.2})
+    assert build_match_query("people said went home", lambda t: share(t, 0.0)) == '"home" OR "said"'
     assert build_match_query("people file.py", lambda t: share(t, 0.0)) == '"file py"'

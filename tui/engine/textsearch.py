@@ -89,14 +89,17 @@ def build_match_query(query: str, doc_share: Callable[[str], float] | None = Non
     """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when nothing is searchable.
 
     With ``doc_share`` (the share of chunks containing a token), single-word terms found in more
-    than ``COMMON_TERM_SHARE`` of chunks are left out as long as another term remains: bm25
+    than ``COMMON_TERM_SHARE`` of chunks are left out (all but the rarest two when no other term
+    remains): bm25
     gives them almost no weight, but FTS5 still walks their huge posting lists
     (tests/bench/search.py: 20 ms -> 5 ms per query at 100k chunks).
     """
     terms = query_terms(query)
     if doc_share is not None and len(terms) > 1:
-        specific = [t for t in terms if len(t) > 1 or doc_share(t[0]) <= COMMON_TERM_SHARE]
-        terms = specific or terms
+        shares = {t: (0.0 if len(t) > 1 else doc_share(t[0])) for t in terms}
+        specific = [t for t in terms if shares[t] <= COMMON_TERM_SHARE]
+        # A query of common words only keeps its rarest two: they rank almost as well, at a fraction of the cost.
+        terms = specific or sorted(terms, key=shares.__getitem__)[:2]
     if not terms:
         return None
     return " OR ".join('"' + " ".join(term).replace('"', "") + '"' for term in terms)
