@@ -270,6 +270,32 @@ async def test_the_preview_follows_the_draft(engine: ChatEngine) -> None:
         )
 
 
+async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    from tui.app.chat_message import SEGMENT_CHARS, inside_fence
+
+    block = (
+        "Some words about the trip, the hotel and the train. " * 8
+        + "\n\n```python\ndef plan():\n\n    return 'Lisbon'\n```\n\n- a list item\n- another\n\n"
+    )
+    answer = block * (SEGMENT_CHARS * 3 // len(block) + 1)
+    pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
+    server.enqueue(FakeOpenAI.text(pieces))
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "tell me everything")
+        message = app.chat_pane.messages[-1]
+        segments = list(message.query(Markdown))
+        assert message.text == answer
+        assert len(segments) >= 3
+        assert "".join(segment.source for segment in segments) == answer
+        for segment in segments:
+            assert not inside_fence(segment.source)  # never cut inside a code fence
+    assert inside_fence("text\n```\ncode\n") and not inside_fence("```\ncode\n```\n")
+
+
 async def test_input_history_walks_back_and_returns_the_draft(engine: ChatEngine) -> None:
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:

@@ -1,5 +1,10 @@
 """MemdeckApp: the one screen — sessions, chat, memory panels — and the background work behind it.
 
+The first frame is cheap: only Textual, the config and the header are needed for it. When
+``run_app`` starts the app it passes ``open_engine`` instead of an engine: the chat engine, the
+memory panels and everything they import are loaded in a thread after that first frame, then
+mounted. (Tests pass a ready engine and get the whole screen at once.)
+
 Background work starts after the first frame: the index sync and the embedding model load
 (thread workers), the workspace watcher and the trigger timer loop (one exclusive async worker
 each). Everything blocking runs in a worker; results come back as the dataclass messages of
@@ -25,13 +30,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, Input
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from tui.app.app_header import AppHeader
 from tui.app.app_messages import (
     ConsolidationFinished,
     ConsolidationProposed,
+    EngineOpened,
     IndexProgress,
     IndexStatsRead,
     IndexSynced,
@@ -50,21 +57,37 @@ from tui.app.app_messages import (
     TriggerNotice,
     TurnFinished,
 )
-from tui.app.chat_pane import ChatPane
-from tui.app.messages import WorkspaceChanged
-from tui.app.panels.memory_panels import TABS, MemoryPanels, describe_sync
-from tui.app.session_list import SessionList
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
-from tui.app.workspace_watcher import WorkspaceWatcher
-from tui.chat.chat import ChatEngine
-from tui.chat.config import ConfigError, save_config
-from tui.chat.consolidate import ConsolidationError
+from tui.chat.config import Config, ConfigError, save_config
 from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
-from tui.engine.index import SyncReport
 
+# The heavy half (chat engine, memory panels, watcher) is imported after the first frame; see
+# MemdeckApp._load_engine. These names are for type hints only.
 if TYPE_CHECKING:
+    from tui.app.chat_pane import ChatPane
+    from tui.app.messages import WorkspaceChanged
+    from tui.app.panels.memory_panels import MemoryPanels
+    from tui.app.session_list import SessionList
+    from tui.app.workspace_watcher import WorkspaceWatcher
+    from tui.chat.chat import ChatEngine
     from tui.chat.consolidate import Proposal
+    from tui.engine.index import SyncReport
 
+#: Actions that need the engine (disabled until it is open).
+ENGINE_ACTIONS = frozenset(
+    {
+        "new_session",
+        "flush",
+        "reindex",
+        "why",
+        "rename_session",
+        "delete_session",
+        "consolidate",
+        "show_workspace",
+        "focus_chat",
+        "focus_sessions",
+    }
+)
 #: Longest wait for the quit flush before the app closes anyway.
 QUIT_FLUSH_TIMEOUT = 15.0
 #: Index progress messages are posted at most this often (seconds).
@@ -171,18 +194,26 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     def __init__(
         self,
-        engine: ChatEngine,
+        engine: ChatEngine | None = None,
         *,
         config_file: Path,
+        config: Config | None = None,
+        open_engine: Callable[[], ChatEngine] | None = None,
         now: date | None = None,
         clock: Callable[[], datetime] = datetime.now,
         load_model: bool = True,
         watch: bool = True,
     ) -> None:
-        """``config_file`` is where the theme is remembered; ``now``/``clock`` pin dates in
-        tests; ``load_model=False`` keeps search BM25-only; ``watch=False`` skips the watcher."""
+        """Either a ready ``engine``, or ``config`` and ``open_engine`` (called in a thread after
+        the first frame). ``config_file`` is where the theme is remembered; ``now``/``clock``
+        pin dates in tests; ``load_model=False`` keeps search BM25-only; ``watch=False`` skips
+        the watcher."""
         super().__init__()
-        self.engine = engine
+        if engine is None and (config is None or open_engine is None):
+            raise ValueError("give an engine, or a config and open_engine")
+        self._engine = engine
+        self.config: Config = engine.config if engine is not None else config  # type: ignore[assignment]
+        self._open_engine = open_engine
         self.config_file = config_file
         self.now = now
         self.clock = clock
@@ -197,29 +228,57 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self._trigger_stop: asyncio.Event | None = None
         self._remove_listener: Callable[[], None] | None = None
         self.watcher: WorkspaceWatcher | None = None
-        self.startup_warnings: list[str] = list(engine.memory.notices)
+        self.startup_warnings: list[str] = []
         loaded = load_themes(theme_dirs(config_file))
         self.startup_warnings += loaded.warnings
         for theme in loaded.themes:
             self.register_theme(theme)
-        wanted = engine.config.theme
+        wanted = self.config.theme
         if wanted not in self.available_themes:
             self.startup_warnings.append(f"unknown theme {wanted!r}; using {DEFAULT_THEME}")
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
         self._saved_theme = wanted
 
+    @property
+    def engine(self) -> ChatEngine:
+        """The chat engine (only once :attr:`ready`)."""
+        if self._engine is None:
+            raise RuntimeError("the chat engine is still opening")
+        return self._engine
+
+    @property
+    def opened_engine(self) -> ChatEngine | None:
+        """The chat engine if it is open yet."""
+        return self._engine
+
+    @property
+    def ready(self) -> bool:
+        """True once the engine is open and the sessions, chat and panels are mounted."""
+        return self._engine is not None and bool(self.query("#memory-panels"))
+
     # -- layout --
 
     def compose(self) -> ComposeResult:
         yield AppHeader(id="header")
         with Horizontal(id="main"):
-            yield SessionList(self.engine.sessions, id="session-list")
-            yield ChatPane(self.engine, config_file=self.config_file, id="chat-pane")
-            yield MemoryPanels(
-                self.engine.memory, now=self.now, clock=self.clock, id="memory-panels"
-            )
+            if self._engine is not None:
+                yield from self._main_widgets(self._engine)
+            else:
+                yield Static("opening the memory workspace…", id="starting")
         yield Footer(show_command_palette=False)
+
+    def _main_widgets(self, engine: ChatEngine) -> list[Widget]:
+        """Sessions, chat and memory panels over ``engine``."""
+        from tui.app.chat_pane import ChatPane
+        from tui.app.panels.memory_panels import MemoryPanels
+        from tui.app.session_list import SessionList
+
+        return [
+            SessionList(engine.sessions, id="session-list"),
+            ChatPane(engine, config_file=self.config_file, id="chat-pane"),
+            MemoryPanels(engine.memory, now=self.now, clock=self.clock, id="memory-panels"),
+        ]
 
     @property
     def header(self) -> AppHeader:
@@ -227,32 +286,74 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @property
     def chat_pane(self) -> ChatPane:
-        return self.query_one(ChatPane)
+        return self.query_one("#chat-pane", Widget)  # type: ignore[return-value]
 
     @property
     def session_list(self) -> SessionList:
-        return self.query_one(SessionList)
+        return self.query_one("#session-list", Widget)  # type: ignore[return-value]
 
     @property
     def memory_panels(self) -> MemoryPanels:
-        return self.query_one(MemoryPanels)
+        return self.query_one("#memory-panels", Widget)  # type: ignore[return-value]
 
     def on_mount(self) -> None:
-        self.set_keymap(dict(self.engine.config.keymap))
-        self.header.model = self.engine.llm.model or ""
+        self.set_keymap(dict(self.config.keymap))
+        self.header.model = self.config.effective_model or ""
         self.header.model_state = "loading" if self.load_model else "none"
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        # Every memory change ends in the panels' index signal: the header count follows it.
-        self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
         self._trigger_stop = asyncio.Event()
-        self._remove_listener = self.engine.triggers.add_listener(
-            lambda event: self.post_message(TriggerNotice(event))
-        )
         for warning in self.startup_warnings:
             self.notify(warning, title="memdeck", severity="warning", timeout=8)
+        if self._engine is not None:
+            self._attach_engine()
+        else:
+            self.call_after_refresh(self._load_engine)
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    def _load_engine(self) -> None:
+        """After the first frame: import the heavy half and open the engine (in a thread, so
+        the screen stays live while numpy, the tokenizer and the panels load)."""
+        import tui.app.chat_pane  # noqa: F401
+        import tui.app.panels  # noqa: F401
+        import tui.app.session_list  # noqa: F401
+        import tui.app.workspace_watcher  # noqa: F401
+
+        assert self._open_engine is not None
+        try:
+            engine = self._open_engine()
+        except Exception as exc:  # a workspace or index that cannot be opened: say so and exit
+            self.call_from_thread(
+                self.exit, None, 2, f"memdeck: error: {type(exc).__name__}: {exc}"
+            )
+            return
+        self.post_message(EngineOpened(engine))
+
+    @on(EngineOpened)
+    async def _engine_opened(self, message: EngineOpened) -> None:
+        self._engine = message.engine
+        main = self.query_one("#main", Horizontal)
+        await main.remove_children()
+        await main.mount_all(self._main_widgets(message.engine))
+        self._attach_engine()
+
+    def _attach_engine(self) -> None:
+        """The engine and the main widgets are there: wire them up and start the background."""
+        engine = self.engine
+        # Every memory change ends in the panels' index signal: the header count follows it.
+        self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
+        self._remove_listener = engine.triggers.add_listener(
+            lambda event: self.post_message(TriggerNotice(event))
+        )
+        for notice in engine.memory.notices:
+            self.notify(notice, title="memdeck", severity="warning", timeout=8)
         self.chat_pane.chat_input.focus()
         self._open_initial_session()
         self.call_after_refresh(self._start_background)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Actions on sessions and memory wait for the engine (quit, help and the palette don't)."""
+        return action not in ENGINE_ACTIONS or self.ready
 
     def _start_background(self) -> None:
         """After the first frame: index, model, watcher, triggers."""
@@ -262,7 +363,11 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self._load_model()
         else:
             self._model_ready.set()
+        if not self.engine.llm_problem:
+            self._import_llm_sdk()
         if self.watch:
+            from tui.app.workspace_watcher import WorkspaceWatcher
+
             self.watcher = WorkspaceWatcher(self.engine.memory, self._workspace_changed)
             self._watch_workspace()
         self._run_triggers()
@@ -310,6 +415,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.post_message(ModelLoadFinished())
         finally:
             self._model_ready.set()
+
+    @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
+    def _import_llm_sdk(self) -> None:
+        """Import the ``openai`` SDK now, in a thread: the chat client imports it on the first
+        request, which would otherwise freeze the screen for about a second."""
+        import openai  # noqa: F401
 
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
     async def _watch_workspace(self) -> None:
@@ -359,6 +470,8 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     @on(IndexSynced)
     @needs_ui
     def _index_synced(self, message: IndexSynced) -> None:
+        from tui.app.panels.memory_panels import describe_sync
+
         self.header.progress = ""
         panels = self.memory_panels
         if message.error:
@@ -642,6 +755,8 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
     def _propose_consolidation(self) -> None:
+        from tui.chat.consolidate import ConsolidationError
+
         try:
             proposal = self.engine.consolidator.propose()
         except ConsolidationError as exc:
@@ -667,6 +782,8 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
     def _decide_consolidation(self, proposal: Proposal, choice: str) -> None:
+        from tui.chat.consolidate import ConsolidationError
+
         consolidator = self.engine.consolidator
         if choice == "reject":
             consolidator.reject(proposal, reason="rejected in the app")
@@ -740,6 +857,10 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every action, for the command palette."""
         yield from super().get_system_commands(screen)
+        if not self.ready:
+            return
+        from tui.app.panels.memory_panels import TABS
+
         yield SystemCommand(
             "New session", "Start a new chat session (ctrl+n)", self.action_new_session
         )
@@ -794,7 +915,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     async def action_quit(self) -> None:
         """Flush memory (bounded wait, with a notice), then exit. A second press exits now."""
-        if self._quitting:
+        if self._quitting or not self.ready:
             self.exit(0)
             return
         self._quitting = True

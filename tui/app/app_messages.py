@@ -13,10 +13,21 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from tui.chat.chat import ChatEngine
     from tui.chat.consolidate import Proposal
     from tui.chat.events import FlushOutcome, TriggerListenerEvent
     from tui.chat.sessions import SessionInfo, Transcript
     from tui.engine.index import SyncReport
+
+
+# -- start-up --
+
+
+@dataclass
+class EngineOpened(Message):
+    """The chat engine is open (after the first frame): the main widgets can be mounted."""
+
+    engine: ChatEngine
 
 
 # -- sessions --

@@ -3,18 +3,42 @@ calls inline, errors and notices, in the order they happened."""
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from tui.app.streaming_markdown import StreamingMarkdown
 from tui.app.tool_call_view import ToolCallView
 
 Role = Literal["user", "assistant"]
+
+#: Streamed text reaches the Markdown widget at most this often (seconds); pieces in between
+#: are written together. Rendering every piece of a fast model falls behind (see the bench).
+STREAM_INTERVAL = 0.15
+#: ...and never more often than this many times the last append took, so that rendering a
+#: long answer leaves the event loop free to read the stream (and the keyboard).
+STREAM_COST_FACTOR = 10
+#: The longest wait between two writes, however slow appends get.
+STREAM_MAX_INTERVAL = 0.5
+#: A streamed text segment is closed at the next blank line (outside a code fence) once it is
+#: this long, and the rest goes on in a new one.
+SEGMENT_CHARS = 2500
+
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+
+
+def inside_fence(text: str) -> bool:
+    """True when ``text`` ends inside an open code fence."""
+    return len(_FENCE.findall(text)) % 2 == 1
+
 
 #: What a message header says for each role.
 ROLE_LABELS = {"user": "you", "assistant": "memdeck"}
@@ -35,7 +59,8 @@ class ChatMessage(Vertical):
 
     An assistant message is a sequence of parts: Markdown text segments (streamed through
     ``Markdown.get_stream``), :class:`ToolCallView` calls, error and notice lines. A new text
-    segment starts after each tool call, so what is shown keeps the order of the turn.
+    segment starts after each tool call, so what is shown keeps the order of the turn. Pieces
+    arriving faster than :data:`STREAM_INTERVAL` are written to the stream together.
     """
 
     HELP = """\
@@ -76,9 +101,8 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         padding: 0;
         background: transparent;
     }
-    ChatMessage > Markdown > *:last-child {
-        margin-bottom: 0;
-    }
+    /* No :last-child rules on Markdown blocks here: an order-dependent rule makes Textual
+       restyle every block whenever one is added, which makes streaming quadratic. */
     ChatMessage > .message-error {
         height: auto;
         color: $error;
@@ -114,8 +138,11 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
             self._initial_parts.append(Markdown(text))
         self._meta_text = meta
         self._stream: MarkdownStream | None = None
-        self._segment: Markdown | None = None
+        self._segment: StreamingMarkdown | None = None
         self._segment_text = ""
+        self._pending = ""
+        self._last_write = 0.0
+        self._flush_timer: Timer | None = None
         self._tool_calls: dict[str, ToolCallView] = {}
 
     def compose(self) -> ComposeResult:
@@ -142,22 +169,68 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         await self.mount(widget, before=self.query_one(".message-meta"))
 
     async def append_text(self, delta: str) -> None:
-        """Stream a piece of the answer into the current text segment (opened on demand)."""
+        """Stream a piece of the answer into the current text segment (opened on demand).
+
+        A long answer is cut into segments of about :data:`SEGMENT_CHARS` at a blank line
+        outside code fences: each segment's final render stays cheap and appends stay small.
+        """
+        if not delta:
+            return
+        cut = self._segment_break(delta)
+        if cut is not None:
+            await self._append(delta[:cut])
+            await self.close_segment()
+            delta = delta[cut:]
+            if not delta:
+                return
+        await self._append(delta)
+
+    def _segment_break(self, delta: str) -> int | None:
+        """Where in ``delta`` to end a long segment (after a blank line outside a fence)."""
+        if len(self._segment_text) + len(delta) < SEGMENT_CHARS:
+            return None
+        combined = self._segment_text + delta
+        at = combined.rfind("\n\n", len(self._segment_text) - 1)
+        if at < 0 or inside_fence(combined[: at + 2]):
+            return None
+        return at + 2 - len(self._segment_text)
+
+    async def _append(self, delta: str) -> None:
         if not delta:
             return
         if self._segment is None:
-            self._segment = Markdown()
+            self._segment = StreamingMarkdown()
             self._segment_text = ""
             await self._mount_part(self._segment)
             self._stream = Markdown.get_stream(self._segment)
         self._segment_text += delta
         self.text += delta
-        assert self._stream is not None
-        await self._stream.write(delta)
+        self._pending += delta
+        interval = self._write_interval()
+        if time.monotonic() - self._last_write >= interval:
+            await self._write_pending()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(interval, self._write_pending)
+
+    def _write_interval(self) -> float:
+        """Seconds between writes: :data:`STREAM_INTERVAL`, more when appends get slow."""
+        cost = self._segment.last_append_seconds if self._segment is not None else 0.0
+        return min(STREAM_MAX_INTERVAL, max(STREAM_INTERVAL, STREAM_COST_FACTOR * cost))
+
+    async def _write_pending(self) -> None:
+        """Hand what arrived since the last write to the Markdown stream."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        pending, self._pending = self._pending, ""
+        self._last_write = time.monotonic()
+        if pending and self._stream is not None:
+            await self._stream.write(pending)
 
     async def close_segment(self) -> None:
         """Finish the open text segment: drain the stream, then render the whole segment once
         (a streamed partial block can leave the incremental parser in a stale state)."""
+        await self._write_pending()
         stream, segment = self._stream, self._segment
         self._stream = None
         self._segment = None

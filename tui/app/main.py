@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tui.chat.chat import ChatEngine
-from tui.chat.config import ConfigError, config_path, load_config
+from tui.chat.config import Config, ConfigError, config_path, load_config
+
+if TYPE_CHECKING:
+    from tui.chat.chat import ChatEngine
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """Open the workspace (``args.workspace``, else the config's) and run the app until quit."""
+    """Open the workspace (``args.workspace``, else the config's) and run the app until quit.
+
+    Only the config is read before the first frame; the engine is opened by the app in a
+    thread right after it (see :class:`tui.app.app.MemdeckApp`).
+    """
     from tui.app.app import MemdeckApp
 
     try:
@@ -18,12 +26,17 @@ def run_app(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"memdeck: error: {exc}", file=sys.stderr)
         return 2
-    engine = ChatEngine.open(config, workspace=getattr(args, "workspace", None))
-    app = MemdeckApp(engine, config_file=config.source or config_path())
+    workspace = getattr(args, "workspace", None)
+    app = MemdeckApp(
+        config=config,
+        open_engine=lambda: open_engine(config, workspace),
+        config_file=config.source or config_path(),
+    )
     try:
         app.run()
     finally:
-        if not app.quit_flush_pending:
+        engine = app.opened_engine
+        if engine is not None and not app.quit_flush_pending:
             engine.close()
     if app.quit_flush_pending:
         print(
@@ -32,3 +45,10 @@ def run_app(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return app.return_code or 0
+
+
+def open_engine(config: Config, workspace: Path | None) -> ChatEngine:
+    """The chat engine over ``workspace`` (imported here: it pulls numpy and the tokenizer)."""
+    from tui.chat.chat import ChatEngine
+
+    return ChatEngine.open(config, workspace=workspace)
