@@ -338,6 +338,48 @@ async def test_the_log_follows_output_only_at_the_bottom(
         assert pane.messages[-1].text == "".join(long_answer)
 
 
+# -- start-up --
+
+
+async def test_the_engine_opens_after_the_first_frame(
+    tmp_path: Path, server: FakeOpenAI, embedder: Embedder
+) -> None:
+    config = make_config(tmp_path, server)
+    opened: list[ChatEngine] = []
+
+    def open_engine() -> ChatEngine:
+        opened.append(build_engine(tmp_path, config, embedder))
+        return opened[-1]
+
+    app = MemdeckApp(
+        config=config, open_engine=open_engine, config_file=tmp_path / "config.toml", now=NOW
+    )
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.header.model == "fake-model"  # the header is there from the start
+            await wait_until(pilot, lambda: app.ready, "the engine and the main widgets")
+            assert not app.query("#starting")
+            await ready(pilot)
+            assert app.engine is opened[0]
+            assert app.focused is app.chat_pane.chat_input
+    finally:
+        for engine in opened:
+            engine.close()
+
+
+async def test_a_workspace_that_cannot_open_ends_the_app_with_the_reason(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    def open_engine() -> ChatEngine:
+        raise OSError("the disk is on fire")
+
+    config = make_config(tmp_path, server)
+    app = MemdeckApp(config=config, open_engine=open_engine, config_file=tmp_path / "c.toml")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+    assert app.return_code == 2
+
+
 # -- sessions --
 
 
