@@ -132,8 +132,21 @@ class ServerProcess:
     lag."""
 
     def __init__(self) -> None:
+        import json
+
+        # Flush summaries fail on purpose: the cached workspace must not grow from run to run.
+        script = CACHE / "server-script.json"
+        rule = {"system_contains": "memory extraction assistant", "reply": {"error": 503}}
+        script.write_text(json.dumps({"rules": [rule]}), encoding="utf-8")
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "fakeopenai.py"), "--port", "0"],
+            [
+                sys.executable,
+                str(ROOT / "tests" / "fakeopenai.py"),
+                "--port",
+                "0",
+                "--script",
+                str(script),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
