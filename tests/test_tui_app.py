@@ -13,7 +13,7 @@ import io
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -106,12 +106,24 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
+async def close_engine(engine: ChatEngine) -> None:
+    """Close ``engine`` once the app's worker threads are done with it.
+
+    ``run_test`` does not wait for thread workers still running when the app exits (a preview,
+    a sync); closing the SQLite index under a query in flight could crash the process.
+    """
+    await asyncio.get_running_loop().shutdown_default_executor()
+    engine.close()
+
+
 @pytest.fixture
-def engine(tmp_path: Path, server: FakeOpenAI, embedder: Embedder) -> Iterator[ChatEngine]:
+async def engine(
+    tmp_path: Path, server: FakeOpenAI, embedder: Embedder
+) -> AsyncIterator[ChatEngine]:
     config = make_config(tmp_path, server, tick_seconds=0.2)
     chat = build_engine(tmp_path, config, embedder)
     yield chat
-    chat.close()
+    await close_engine(chat)
 
 
 async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> None:
@@ -364,7 +376,7 @@ async def test_the_engine_opens_after_the_first_frame(
             assert app.focused is app.chat_pane.chat_input
     finally:
         for engine in opened:
-            engine.close()
+            await close_engine(engine)
 
 
 async def test_a_workspace_that_cannot_open_ends_the_app_with_the_reason(
@@ -460,7 +472,11 @@ async def test_a_resumed_session_shows_its_tool_calls(engine: ChatEngine) -> Non
     store.append(session, {"type": "error", "kind": "timeout", "message": "no answer in time"})
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: len(app.chat_pane.messages) == 2, "the resumed session")
+        await wait_until(
+            pilot,
+            lambda: len(app.chat_pane.messages) == 2 and len(app.chat_pane.tool_calls) == 1,
+            "the resumed session with its tool call",
+        )
         assert app.active_session_id == session
         assert app.header.session_title == "Trip notes"
         user, assistant = app.chat_pane.messages
@@ -541,7 +557,7 @@ async def test_losing_focus_fires_the_background_flush(
             )
             assert engine.triggers.last_events["background"].outcome.status == "flushed"
     finally:
-        engine.close()
+        await close_engine(engine)
 
 
 async def test_bindings_are_remapped_from_the_config_keymap(
@@ -564,7 +580,7 @@ async def test_bindings_are_remapped_from_the_config_keymap(
             )
             assert engine.triggers.last_events["manual"].outcome.status == "flushed"
     finally:
-        engine.close()
+        await close_engine(engine)
 
 
 async def test_quitting_flushes_then_exits(engine: ChatEngine, server: FakeOpenAI) -> None:
@@ -643,15 +659,15 @@ async def test_consolidation_is_reviewed_then_accepted_or_rejected(
 
 
 @pytest.fixture
-def no_llm_engine(
+async def no_llm_engine(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[ChatEngine]:
+) -> AsyncIterator[ChatEngine]:
     monkeypatch.setenv("MEMDECK_CONFIG", SHOWN_CONFIG)
     config = make_config(tmp_path, None)
     assert config.llm_problem()
     chat = build_engine(tmp_path, config, embedder)
     yield chat
-    chat.close()
+    await close_engine(chat)
 
 
 async def test_without_a_model_the_chat_explains_and_memory_works(
