@@ -61,11 +61,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-# Run as a script, this file's folder comes first on sys.path, where a sibling named like the
-# package (tests/bench/tui.py) would shadow it: drop the folder so ``tui`` is the installed one.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
 # The package first: it pins BLAS to one thread before numpy loads, as the app does.
 importlib.import_module("tui")
 

@@ -13,7 +13,7 @@ class StreamingMarkdown(Markdown):
 
     With a long answer on screen, repainting while ``Markdown.append`` parses, updates the last
     block and mounts new ones, not the model, becomes the bottleneck: measured on a
-    2,000-token answer streamed at 200 tokens/s (``tests/bench/tui.py``'s content), plain
+    2,000-token answer streamed at 200 tokens/s (``tests/bench/ui_speed.py``'s content), plain
     appends through ``Markdown.get_stream`` took 24-27 s to show it, batched ones 12-15 s.
     """
 

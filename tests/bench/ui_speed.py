@@ -1,6 +1,6 @@
 """TUI benchmark: start-up to first frame, keystroke to injection preview, a streamed answer.
 
-    .venv/bin/python tests/bench/tui.py [--chunks 10000] [--runs 5] [--keys 50] [--tokens 2000]
+    .venv/bin/python tests/bench/ui_speed.py [--chunks 10000] [--runs 5] [--keys 50] [--tokens 2000]
 
 A script, not a test: it prints its figures with the targets beside them and asserts nothing.
 The machine may be shared: the load average is printed at the start and the end.
