@@ -44,7 +44,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -53,7 +53,7 @@ import numpy as np
 from tui.engine.chunker import ChunkParams
 from tui.engine.embeddings import Embedder, count_tokens
 from tui.engine.engine import MemoryEngine
-from tui.engine.inject import format_relevant
+from tui.engine.inject import InjectionOptions, build_injection
 from tui.engine.search import SearchOptions, SearchResult, search
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,8 +63,8 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGETS = (500, 1000, 2000)
 KS = (5, 10)
 #: Results fetched for the token-budget metrics (min_score 0): enough to fill 2,000 tokens
-#: with the smallest chunks tried here.
-BUDGET_POOL = 60
+#: with one-turn units.
+BUDGET_POOL = 150
 DEFAULTS = SearchOptions()
 DEFAULT_CHUNKS = ChunkParams()
 
@@ -218,7 +218,6 @@ class Indexed:
     embedded: int
     seconds: float
     split_turns: int
-    cost_cache: dict[int, int] = field(default_factory=dict)
 
     def ids(self, results: Iterable[SearchResult]) -> set[str]:
         found: set[str] = set()
@@ -227,12 +226,6 @@ class Indexed:
             found.update(by_line[n] for n in range(r.start_line, r.end_line + 1) if n in by_line)
         return found
 
-    def cost(self, result: SearchResult) -> int:
-        """Tokens ``build_injection`` charges for this result."""
-        cost = self.cost_cache.get(result.chunk_id)
-        if cost is None:
-            cost = self.cost_cache[result.chunk_id] = count_tokens(format_relevant(result)) + 1
-        return cost
 
 
 def index_conversation(
@@ -280,14 +273,10 @@ def retrieve(
 
 
 def within_budget(ix: Indexed, results: Sequence[SearchResult], budget: int) -> list[SearchResult]:
-    """Results in rank order as the injection takes them: skip what does not fit, go on."""
-    kept, remaining = [], budget
-    for r in results:
-        cost = ix.cost(r)
-        if cost <= remaining:
-            kept.append(r)
-            remaining -= cost
-    return kept
+    """Results in rank order as the injection packs them into ``budget`` tokens (no MEMORY.md)."""
+    injection = build_injection("", results, count_tokens, InjectionOptions(budget_tokens=budget))
+    included = {item.location for item in injection.report.included if item.kind == "relevant"}
+    return [r for r in results if r.location in included]
 
 
 def recall(evidence: frozenset[str], found: set[str]) -> float:

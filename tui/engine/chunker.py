@@ -1,9 +1,12 @@
-"""Markdown-aware chunking sized for the embedding model's window.
+"""Markdown-aware chunking into memory units sized for the embedding model's window.
 
-Split on headings, then on blocks (paragraphs, bullets with their nested lines, code fences),
-and pack blocks into chunks of about ``target_tokens`` word-pieces with ~16% overlap. A bullet
-is never split unless it alone exceeds the target. Each chunk keeps its line range and heading
-path so a result can be shown and opened at ``path#Lstart-Lend``.
+A file is split on headings, then into entries: a bullet with its nested lines, a paragraph, a
+code fence. By default every entry is its own retrievable **unit** (``ChunkParams.units``):
+embedded and full-text indexed with its context (the heading path, whose first level in a daily
+log is its date), pointing at its own lines. An entry longer than ``target_tokens`` word-pieces
+is split by lines, and a line longer than that by words. A heading with nothing under it is a
+unit of its own. With ``units=False`` entries are packed into ~``target_tokens`` windows with
+~16% overlap instead (kept for the benchmarks' comparison).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from .workspace import MEMORY_FILE, date_for_path
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_START = re.compile(r"#{1,6}(?=[ \t]|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _BULLET = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
 
@@ -29,10 +32,31 @@ class ChunkParams:
 
     target_tokens: int = 200
     overlap_tokens: int = 32
+    #: One unit per entry (True) or entries packed into overlapping windows (False).
+    units: bool = True
+    #: Units only: how many preceding entries of the same section join a unit's context.
+    context_entries: int = 0
 
     @property
     def fingerprint(self) -> str:
+        if self.units:
+            return f"md-units-v2:{self.target_tokens}/{self.context_entries}"
         return f"md-v1:{self.target_tokens}/{self.overlap_tokens}"
+
+
+def parse_heading(line: str) -> tuple[int, str] | None:
+    """``(level, title)`` of an ATX heading line, else None. Linear time on any line."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3:
+        return None
+    match = _HEADING_START.match(stripped)
+    if not match:
+        return None
+    title = stripped[match.end() :].strip()
+    closing = title.rstrip("#")
+    if closing != title and (not closing or closing[-1] in " \t"):
+        title = closing.rstrip()
+    return len(match.group(0)), title
 
 
 @dataclass(frozen=True)
@@ -47,17 +71,24 @@ class Chunk:
     date: date | None
     confidence: str
     entry_ids: tuple[str, ...] = ()
+    #: Text that is embedded and indexed with the unit but is not part of it (neighbours).
+    context: str = ""
 
     @property
     def embed_text(self) -> str:
-        """What is embedded and full-text indexed: the heading path gives the chunk its context.
+        """What is embedded and full-text indexed (see :func:`embed_text`)."""
+        return embed_text(self.heading, self.text, self.context)
 
-        A chunk that starts with its own heading only needs the parent headings in front.
-        """
-        context = self.heading
-        if self.text.lstrip().startswith("#"):
-            context = " > ".join(self.heading.split(" > ")[:-1])
-        return f"{context}\n{self.text}" if context else self.text
+
+def embed_text(heading: str, text: str, context: str = "") -> str:
+    """A unit's text with its context in front: the heading path, then any neighbour context.
+
+    A chunk that starts with its own heading only needs the parent headings in front.
+    """
+    path = heading
+    if text.lstrip().startswith("#"):
+        path = " > ".join(heading.split(" > ")[:-1])
+    return "\n".join(part for part in (path, context, text) if part)
 
 
 @dataclass
@@ -117,12 +148,12 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
         if not visible.strip():
             close()
             continue
-        heading = _HEADING.match(visible)
+        heading = parse_heading(visible)
         if heading:
             close()
-            level = len(heading.group(1))
-            headings[:] = [(lvl, title) for lvl, title in headings if lvl < level]
-            headings.append((level, heading.group(2)))
+            level, title = heading
+            headings[:] = [(lvl, t) for lvl, t in headings if lvl < level]
+            headings.append((level, title))
             blocks.append(_Block(number, number, [visible], heading_path(), is_heading=True))
             continue
         if _FENCE.match(visible):
@@ -241,6 +272,8 @@ def chunk_markdown(
     sized: list[_Block] = []
     for block in blocks:
         sized.extend(_split_oversized(block, count, target) if block.tokens > target else [block])
+    if params.units:
+        return _units(sized, path, day, default_confidence, params)
 
     chunks: list[Chunk] = []
     group: list[_Block] = []
@@ -296,4 +329,55 @@ def chunk_markdown(
     if group and all(b.is_heading for b in group):
         new_since_emit = True  # trailing headings with nothing under them still deserve a chunk
     emit()
+    return chunks
+
+
+def _heading_level(block: _Block) -> int:
+    parsed = parse_heading(block.lines[0])
+    return parsed[0] if parsed else 7
+
+
+def _has_content(blocks: list[_Block], position: int) -> bool:
+    """True when an entry or a deeper heading follows the heading at ``position``."""
+    level = _heading_level(blocks[position])
+    for block in blocks[position + 1 :]:
+        if not block.is_heading:
+            return True
+        if _heading_level(block) <= level:
+            return False
+    return False
+
+
+def _units(
+    blocks: list[_Block],
+    path: str,
+    day: date | None,
+    default_confidence: str,
+    params: ChunkParams,
+) -> list[Chunk]:
+    """One chunk per entry; a heading is a unit only when nothing sits under it."""
+    chunks: list[Chunk] = []
+    section: list[_Block] = []
+    for position, block in enumerate(blocks):
+        if block.is_heading:
+            section = []
+            if _has_content(blocks, position):
+                continue
+        context = ""
+        if params.context_entries and not block.is_heading:
+            context = "\n".join(b.text for b in section[-params.context_entries :])
+            section.append(block)
+        chunks.append(
+            Chunk(
+                path=path,
+                start_line=block.start,
+                end_line=block.end,
+                heading=block.heading,
+                text=block.text,
+                date=day,
+                confidence=block.confidence or default_confidence,
+                entry_ids=tuple(dict.fromkeys(block.entry_ids)),
+                context=context,
+            )
+        )
     return chunks

@@ -22,13 +22,13 @@ import numpy as np
 import sqlean as sqlite3
 import sqlite_vec
 
-from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown
+from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown, embed_text
 from .fileio import read_markdown, sha256_text
 from .textsearch import build_match_query, fts_body
 from .vectors import VectorMirror
 from .workspace import Workspace
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Below this many chunks every query term is searched, however common.
 MIN_CHUNKS_TO_PRUNE = 2000
 #: Writes commit at least this often (rows), so readers see progress and a crash loses little.
@@ -116,10 +116,12 @@ def _schema(dims: int) -> list[str]:
             id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
             end_line INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL,
             date TEXT, confidence TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'active',
-            entry_ids TEXT NOT NULL DEFAULT '', embedded INTEGER NOT NULL DEFAULT 0)""",
+            entry_ids TEXT NOT NULL DEFAULT '', embedded INTEGER NOT NULL DEFAULT 0,
+            context TEXT NOT NULL DEFAULT '')""",
         "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
+        "CREATE INDEX IF NOT EXISTS chunks_date ON chunks(date) WHERE date IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(embedded) WHERE embedded = 0",
-        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')",
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
         """CREATE TABLE IF NOT EXISTS embedding_cache (
@@ -203,6 +205,11 @@ class MemoryIndex:
         with _transaction(conn):
             for statement in _schema(self.embedder.dims):
                 conn.execute(statement)
+            # An index written by an older version: add what this one reads, so it opens and
+            # searches until the fingerprint change rebuilds it (sync).
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
+            if "context" not in columns:
+                conn.execute("ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''")
             stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if not stored:
                 conn.executemany(
@@ -340,8 +347,8 @@ class MemoryIndex:
         ids = []
         for chunk in chunks:
             cursor = conn.execute(
-                """INSERT INTO chunks(path, start_line, end_line, heading, text, hash, date, confidence, entry_ids)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                """INSERT INTO chunks(path, start_line, end_line, heading, text, hash, date, confidence, entry_ids, context)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     chunk.path,
                     chunk.start_line,
@@ -352,6 +359,7 @@ class MemoryIndex:
                     chunk.date.isoformat() if chunk.date else None,
                     chunk.confidence,
                     " ".join(chunk.entry_ids),
+                    chunk.context,
                 ),
             )
             chunk_id = cursor.lastrowid
@@ -381,7 +389,7 @@ class MemoryIndex:
         rows = (
             self._reader()
             .execute(
-                """SELECT c.id, c.heading, c.text, c.hash, e.embedding FROM chunks c
+                """SELECT c.id, c.heading, c.text, c.hash, e.embedding, c.context FROM chunks c
                LEFT JOIN embedding_cache e ON e.model = ? AND e.hash = c.hash
                WHERE c.embedded = 0""",
                 (model,),
@@ -398,9 +406,9 @@ class MemoryIndex:
         # Embed distinct texts once, in slices so progress is visible and memory stays flat.
         by_hash: dict[str, list[int]] = {}
         texts: dict[str, str] = {}
-        for chunk_id, heading, text, digest, _ in missing:
+        for chunk_id, heading, text, digest, _, context in missing:
             by_hash.setdefault(digest, []).append(chunk_id)
-            texts[digest] = Chunk("", 0, 0, heading, text, None, "").embed_text
+            texts[digest] = embed_text(heading, text, context)
         hashes = sorted(by_hash, key=lambda h: len(texts[h]))
         total = len(hashes)
         done = 0
@@ -586,6 +594,15 @@ class MemoryIndex:
             )
             for r in rows
         }
+
+    def chunk_ids_between(self, start: date, end: date, *, limit: int) -> list[int]:
+        """Active chunks of daily logs dated ``start``..``end`` (inclusive), newest first."""
+        rows = self._reader().execute(
+            """SELECT id FROM chunks WHERE state = 'active' AND date BETWEEN ? AND ?
+               ORDER BY date DESC, start_line LIMIT ?""",
+            (start.isoformat(), end.isoformat(), int(limit)),
+        )
+        return [row[0] for row in rows]
 
     def iter_chunks(self, path: str | None = None) -> Iterator[ChunkRow]:
         """Every active chunk, or those of one file, in file order."""

@@ -5,10 +5,14 @@
 <MEMORY.md, trimmed to its share of the budget>
 
 ## Relevant Memories
-- [memory/2026-11-20.md#L12-18] ...
+### memory/2026-11-20.md
+- L12-18: ...
 ```
 
-Nothing is cut silently: the report lists what was included, what was cut and why.
+Relevant memories are packed by score until the budget is full (not a fixed count), then
+shown grouped by file (MEMORY.md first, daily logs oldest first, lines in file order), each
+entry with its line numbers, so a file's path is paid for once. Nothing is cut silently: the
+report lists what was included, what was cut and why.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .metadata import split_meta
 from .search import SearchResult
+from .workspace import MEMORY_FILE
 
 LONG_TERM_HEADING = "## Long-term Memory"
 RELEVANT_HEADING = "## Relevant Memories"
@@ -30,9 +35,8 @@ class InjectionOptions:
     budget_tokens: int = 2000
     #: MEMORY.md may take at most this share of the budget when relevant memories compete for it.
     memory_share: float = 0.6
-    #: Search results offered to the budget. More than search's default of 6: on LoCoMo, filling
-    #: the budget instead of stopping at 6 results raised evidence recall by ~10 points.
-    max_memories: int = 12
+    #: Search results offered to the budget, best first; packing stops when the budget is full.
+    max_memories: int = 100
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,25 @@ def visible_memory_lines(memory_text: str) -> list[tuple[int, str]]:
 
 
 def format_relevant(result: SearchResult) -> str:
-    """One ``## Relevant Memories`` bullet: ``- [path#Lx-y] text``, continuation lines indented."""
+    """One entry of a ``## Relevant Memories`` group: ``- Lx-y: text``, continuation lines indented."""
     lines = [line for line in result.text.strip().splitlines() if line.strip()]
-    head = lines[0] if lines else ""
+    head = lines[0].strip() if lines else ""
+    if head[:2] in ("- ", "* ", "+ "):
+        head = head[2:]
     rest = "".join(f"\n  {line}" for line in lines[1:])
-    return f"- [{result.location}] {head}{rest}"
+    span = f"L{result.start_line}"
+    if result.end_line != result.start_line:
+        span += f"-{result.end_line}"
+    return f"- {span}: {head}{rest}"
+
+
+def group_heading(path: str) -> str:
+    """The sub-heading that opens one file's entries in ``## Relevant Memories``."""
+    return f"### {path}"
+
+
+def _group_order(path: str) -> tuple[int, str]:
+    return (0 if path == MEMORY_FILE else 1, path)
 
 
 def build_injection(
@@ -152,15 +170,22 @@ def build_injection(
         )
 
     remaining = available - used
-    relevant_lines: list[str] = []
-    for (result, text), tokens in zip(relevant_items, relevant_cost, strict=True):
-        if result.path == "MEMORY.md" and result.end_line <= last_kept:
+    groups: dict[str, list[tuple[SearchResult, str]]] = {}
+    for (result, text), entry_tokens in zip(relevant_items, relevant_cost, strict=True):
+        if result.path == MEMORY_FILE and result.end_line <= last_kept:
             report.cut.append(
                 InjectedItem(
-                    "relevant", result.location, tokens, result.score, "already in Long-term Memory"
+                    "relevant",
+                    result.location,
+                    0,
+                    result.score,
+                    "already in Long-term Memory",
                 )
             )
             continue
+        tokens = entry_tokens
+        if result.path not in groups:
+            tokens += count_tokens(group_heading(result.path)) + 2
         if tokens > remaining:
             report.cut.append(
                 InjectedItem(
@@ -172,9 +197,14 @@ def build_injection(
                 )
             )
             continue
-        relevant_lines.append(text)
+        groups.setdefault(result.path, []).append((result, text))
         remaining -= tokens
         report.included.append(InjectedItem("relevant", result.location, tokens, result.score))
+    relevant_lines: list[str] = []
+    for path in sorted(groups, key=_group_order):
+        relevant_lines.append(group_heading(path))
+        entries = sorted(groups[path], key=lambda item: item[0].start_line)
+        relevant_lines.extend(text for _, text in entries)
 
     parts = []
     if kept_lines:

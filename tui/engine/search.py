@@ -1,23 +1,42 @@
-"""Hybrid search: BM25 and vector candidates, a weighted merge, decay and confidence, with a breakdown.
+"""Hybrid search: BM25 and vector candidates, a weighted merge, recency and confidence, with a breakdown.
 
 Every result says why it surfaced: its raw bm25 rank and 0..1 text score, its cosine, the
-weighted hybrid, the time decay and the confidence multiplier that produced the final score.
+weighted hybrid, the recency and time-window factors and the confidence multiplier that
+produced the final score: ``score = hybrid · recency · time_window · confidence``.
+
+Recency is not applied to every query: a question with no time in it ranks by relevance
+alone (the age of a daily log is shown as ``decay`` but does not change the order). A
+current-state question ("which editor do I use now") weighs age in and lets the newer of two
+entries about the same thing win (``superseded``); a question naming a time ("last week",
+"in May 2023") favours the daily logs of that window (``time_window``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
 import numpy as np
 
 from .index import ChunkRow, MemoryIndex
-from .textsearch import bm25_to_unit, contains_all_terms
+from .temporal import TimeIntent, parse_time_intent
+from .textsearch import contains_all_terms
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
 DECAY_FLOOR = 0.5
+#: FTS5 bm25 strength at which the text score reaches one half (``s / (s + k)``).
+TEXT_SATURATION = 1.0
+#: Reciprocal-rank-fusion constant.
+RRF_K = 60
+#: A question naming a time also considers up to this many entries dated in that window.
+WINDOW_CANDIDATES = 200
+#: Dated entries outside the question's window keep this share of their score; undated
+#: (MEMORY.md) entries this one. Days of slack around the window count as inside.
+WINDOW_OUTSIDE = 0.5
+WINDOW_UNDATED = 0.8
+WINDOW_SLACK = timedelta(days=1)
 #: Threshold mode reads at most this many full-text matches.
 THRESHOLD_TEXT_LIMIT = 1000
 
@@ -32,7 +51,15 @@ class SearchOptions:
     vector_weight: float = 0.7
     text_weight: float = 0.3
     half_life_days: float = 30.0
+    #: False: ignore dates altogether (no recency, no time windows).
     decay: bool = True
+    #: When age weighs in: "intent" (current-state questions only), "always", or "never".
+    recency: str = "intent"
+    #: How the bm25 strength becomes a 0..1 text score: "saturate" (s/(s+k)) or "max"
+    #: (relative to the best text match of the query).
+    text_norm: str = "saturate"
+    #: "weighted" (vector_weight·vector + text_weight·text) or "rrf" (reciprocal rank fusion).
+    fusion: str = "weighted"
     mmr: bool = False
     mmr_lambda: float = 0.7
     #: Threshold mode: every result whose relevance reaches this, with no fixed cap.
@@ -51,6 +78,10 @@ class Breakdown:
     confidence: str
     confidence_weight: float
     keyword_hit: bool
+    #: Multiplier from age: 1.0 unless the question asks about the present.
+    recency: float = 1.0
+    #: Multiplier from the question's time window ("last week"): 1.0 inside it or without one.
+    time_window: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -95,11 +126,14 @@ class SearchResponse:
     mode: str
     results: list[SearchResult]
     notes: list[str] = field(default_factory=list)
+    #: What the question says about time (current state, a window), as search read it.
+    intent: TimeIntent = field(default_factory=TimeIntent)
 
     def to_json(self) -> dict[str, object]:
         return {
             "query": self.query,
             "mode": self.mode,
+            "intent": self.intent.to_json(),
             "results": [r.to_json() for r in self.results],
             "notes": self.notes,
         }
@@ -123,6 +157,29 @@ def hybrid_score(vector: float | None, text: float, options: SearchOptions) -> f
     return (options.vector_weight * vector + options.text_weight * text) / total
 
 
+def text_scores(ranks: dict[int, float], options: SearchOptions) -> dict[int, float]:
+    """0..1 text scores of FTS5 bm25 ranks (negative, lower is better) for one query."""
+    strengths = {i: max(0.0, -rank) for i, rank in ranks.items()}
+    if options.text_norm == "max":
+        best = max(strengths.values(), default=0.0)
+        return {i: (v / best if best > 0 else 0.0) for i, v in strengths.items()}
+    return {i: v / (v + TEXT_SATURATION) for i, v in strengths.items()}
+
+
+def rrf_scores(
+    text: dict[int, float], vector: dict[int, float], options: SearchOptions
+) -> dict[int, float]:
+    """Reciprocal rank fusion, scaled so a candidate ranked first by both scores 1.0."""
+    fused: dict[int, float] = {}
+    total = options.vector_weight + options.text_weight
+    for scores, weight in ((text, options.text_weight), (vector, options.vector_weight)):
+        ordered = sorted(scores, key=lambda i: -scores[i])
+        for rank, chunk_id in enumerate(ordered, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+    scale = (RRF_K + 1) / total if total > 0 else 0.0
+    return {i: v * scale for i, v in fused.items()}
+
+
 def search(
     index: MemoryIndex,
     query: str,
@@ -135,7 +192,7 @@ def search(
 
     A chunk passes the ``min_score`` filter on its relevance (the hybrid score) or because it
     contains every content word of the query, so an exact keyword hit is never lost to a
-    threshold above the text weight. Decay and confidence then order what passed.
+    threshold above the text weight. Recency, time window and confidence then order what passed.
     """
     now = now or date.today()
     query = query.strip()
@@ -144,6 +201,8 @@ def search(
     )
     if not query:
         return response
+    intent = parse_time_intent(query, now) if options.decay else TimeIntent()
+    response.intent = intent
     threshold_mode = options.threshold is not None
     pool = None if threshold_mode else max(1, options.max_results * options.candidate_multiplier)
 
@@ -160,12 +219,14 @@ def search(
             vector_hits = dict(mirror.knn(query_vector, pool))
     else:
         response.notes.append("embedding model not loaded: BM25 only")
+    window_ids: list[int] = []
+    if intent.window is not None:
+        window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else pool
-    text_hits = dict(
-        index.fts_candidates(query, text_limit, also=list(vector_hits)[:THRESHOLD_TEXT_LIMIT])
-    )
+    also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
+    text_hits = dict(index.fts_candidates(query, text_limit, also=also))
 
-    candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits]))
+    candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
         return response
     if query_vector is not None:
@@ -173,6 +234,13 @@ def search(
         for chunk_id, vector in index.mirror.vectors_for(missing).items():
             vector_hits[chunk_id] = float(vector @ query_vector)
     rows = index.chunks_by_id(candidate_ids)
+    texts = text_scores(text_hits, options)
+    vectors = (
+        {i: max(0.0, min(1.0, v)) for i, v in vector_hits.items()}
+        if query_vector is not None
+        else {}
+    )
+    fused = rrf_scores(texts, vectors, options) if options.fusion == "rrf" and vectors else None
 
     floor = options.threshold if threshold_mode else options.min_score
     scored: list[SearchResult] = []
@@ -180,13 +248,11 @@ def search(
         row = rows.get(chunk_id)
         if row is None:
             continue
+        vector = vectors.get(chunk_id) if query_vector is not None else None
+        text = texts.get(chunk_id, 0.0)
+        hybrid = fused.get(chunk_id, 0.0) if fused is not None else hybrid_score(vector, text, options)
         result = _score(
-            row,
-            text_hits.get(chunk_id),
-            vector_hits.get(chunk_id) if query_vector is not None else None,
-            query,
-            options,
-            now,
+            row, text_hits.get(chunk_id), text, vector, hybrid, query, intent, options, now
         )
         if result.breakdown.hybrid >= floor or result.breakdown.keyword_hit:
             scored.append(result)
@@ -199,20 +265,44 @@ def search(
     return response
 
 
+def recency_factor(day: date | None, now: date, intent: TimeIntent, options: SearchOptions) -> float:
+    """How much a result's age changes its score: 1.0 unless the question asks for the present."""
+    if not options.decay or options.recency == "never":
+        return 1.0
+    if options.recency == "intent" and not intent.current:
+        return 1.0
+    decay = decay_factor(day, now, options.half_life_days)
+    return DECAY_FLOOR + (1.0 - DECAY_FLOOR) * decay
+
+
+def window_factor(day: date | None, intent: TimeIntent) -> float:
+    """1.0 inside the question's time window (or without one), less for other dated entries."""
+    if intent.window is None:
+        return 1.0
+    if day is None:
+        return WINDOW_UNDATED
+    start, end = intent.window
+    if start - WINDOW_SLACK <= day <= end + WINDOW_SLACK:
+        return 1.0
+    return WINDOW_OUTSIDE
+
+
 def _score(
     row: ChunkRow,
     rank: float | None,
-    cosine: float | None,
+    text: float,
+    vector: float | None,
+    hybrid: float,
     query: str,
+    intent: TimeIntent,
     options: SearchOptions,
     now: date,
 ) -> SearchResult:
-    text = bm25_to_unit(rank) if rank is not None else 0.0
-    vector = max(0.0, min(1.0, cosine)) if cosine is not None else None
-    hybrid = hybrid_score(vector, text, options)
     decay = decay_factor(row.date, now, options.half_life_days) if options.decay else 1.0
+    recency = recency_factor(row.date, now, intent, options)
+    window = window_factor(row.date, intent) if options.decay else 1.0
     weight = CONFIDENCE_WEIGHTS.get(row.confidence, CONFIDENCE_WEIGHTS["medium"])
-    score = hybrid * (DECAY_FLOOR + (1.0 - DECAY_FLOOR) * decay) * weight
+    score = hybrid * recency * window * weight
     breakdown = Breakdown(
         bm25=rank,
         text=text,
@@ -222,6 +312,8 @@ def _score(
         confidence=row.confidence,
         confidence_weight=weight,
         keyword_hit=rank is not None and contains_all_terms(f"{row.heading}\n{row.text}", query),
+        recency=recency,
+        time_window=window,
     )
     return SearchResult(
         row.id, row.path, row.start_line, row.end_line, row.heading, row.text, score, breakdown
