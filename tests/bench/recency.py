@@ -1250,19 +1250,20 @@ def rate(outcomes: Sequence[Outcome], k: int) -> tuple[int, float]:
 
 def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     rows: dict[str, Any] = {}
-    groups: list[tuple[str, list[Outcome]]] = [
-        (cat, [o for o in outcomes if o.case.category == cat]) for cat in CATEGORIES
-    ]
     current = [o for o in outcomes if o.case.category == CURRENT]
-    groups += [
-        ("  new shares more keywords", [o for o in current if o.newer_shares_more]),
-        ("  new shares ≤ keywords", [o for o in current if o.newer_shares_more is False]),
-    ]
+    groups: list[tuple[str, list[Outcome]]] = []
+    for category in CATEGORIES:
+        groups.append((category, [o for o in outcomes if o.case.category == category]))
+        if category == CURRENT:
+            groups += [
+                ("new shares more keywords", [o for o in current if o.newer_shares_more]),
+                ("new shares ≤ keywords", [o for o in current if o.newer_shares_more is False]),
+            ]
     for name, group in groups:
         if not group:
             continue
         top1, top3 = rate(group, 1)[0], rate(group, 3)[0]
-        rows[name.strip()] = {
+        rows[name] = {
             "n": len(group),
             "top1": top1,
             "top3": top3,
@@ -1289,7 +1290,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
     lines = [head, "-" * len(head)]
     for name, row in rows.items():
         label = name if name in CATEGORIES or name == "overall" else "  " + name
-        rule = {CURRENT: "top-1", HISTORY: "top-3", TIME: "top-3", CONTROL: "top-3"}.get(name, "")
+        rule = {HISTORY: "top-3", TIME: "top-3", CONTROL: "top-3"}.get(name, "top-1")
         if name == "overall":
             lines.append("-" * len(head))
             rule = f"passed {pct(row['passed'], row['n'])}"
