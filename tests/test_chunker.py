@@ -7,8 +7,11 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.engine.chunker import ChunkParams, chunk_markdown
+from tui.engine.chunker import ChunkParams, chunk_markdown, parse_heading
 from tui.engine.embeddings import count_tokens_batch
+
+
+WINDOWS = ChunkParams(units=False)
 
 
 def chunks_of(text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkParams()):
@@ -17,11 +20,62 @@ def chunks_of(text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkPar
 
 def test_headings_split_sections_and_keep_their_path():
     text = "# Memory\n\n## Pets\n- My dog is Max\n\n## Work\n- Uses pytest\n"
-    chunks = chunks_of(text)
+    chunks = chunks_of(text, params=WINDOWS)
     assert [c.heading for c in chunks] == ["Memory > Pets", "Memory > Work"]
     assert (chunks[0].start_line, chunks[0].end_line) == (1, 4)
     assert (chunks[1].start_line, chunks[1].end_line) == (6, 7)
     assert chunks[1].embed_text.startswith("Memory\n## Work")
+
+
+def test_every_entry_is_a_unit_with_its_heading_path_as_context():
+    text = (
+        "# Memory\n\n## Preferences\n- Uses the fish shell\n"
+        "- The user likes the colour blue more than any other colour.\n"
+        "  - even for terminal themes\n\nA paragraph\nover two lines\n\n## Empty\n## Work\n"
+        "```sh\n# not a heading\n```\n"
+    )
+    chunks = chunks_of(text)
+    spans = [(c.start_line, c.end_line) for c in chunks]
+    assert spans == [(4, 4), (5, 6), (8, 9), (11, 11), (13, 15)]
+    assert chunks[1].text.startswith("- The user likes the colour blue")
+    assert chunks[1].embed_text == "Memory > Preferences\n" + chunks[1].text
+    assert chunks[3].text == "## Empty"  # a heading with nothing under it is findable
+    assert chunks[4].heading == "Memory > Work" and "# not a heading" in chunks[4].text
+
+
+def test_daily_log_units_carry_the_date_heading():
+    chunks = chunks_of("# 2026-11-20\n\n- Fixed the login bug\n", path="memory/2026-11-20.md")
+    assert chunks[0].embed_text == "2026-11-20\n- Fixed the login bug"
+    assert chunks[0].date == date(2026, 11, 20)
+
+
+def test_neighbour_context_is_embedded_but_not_part_of_the_unit():
+    params = ChunkParams(context_entries=1)
+    chunks = chunks_of("- first\n- second\n", path="memory/2026-11-20.md", params=params)
+    assert chunks[1].text == "- second"
+    assert chunks[1].embed_text == "- first\n- second"
+    assert params.fingerprint != ChunkParams().fingerprint
+
+
+def test_no_unit_exceeds_the_window_even_from_a_wall_of_headings():
+    text = "".join(f"## heading {i}\n" for i in range(3000))
+    chunks = chunks_of(text)
+    assert len(chunks) == 3000
+    assert max(count_tokens_batch([c.embed_text for c in chunks])) < 64
+
+
+def test_heading_parsing_is_linear_on_long_whitespace():
+    import time
+
+    from tui.engine.chunker import parse_heading
+
+    line = "## a" + " " * 100_000 + "x"
+    started = time.perf_counter()
+    assert parse_heading(line) == (2, "a" + " " * 100_000 + "x")
+    assert parse_heading("## title ##") == (2, "title")
+    assert parse_heading("#hashtag") is None
+    # generous: the old regex took minutes on this line
+    assert time.perf_counter() - started < 5
 
 
 def test_bullets_are_never_split_and_chunks_fit_the_target():
@@ -29,7 +83,7 @@ def test_bullets_are_never_split_and_chunks_fit_the_target():
         f"- fact number {i} " + "word " * 40 + "\n  continued detail line" for i in range(30)
     ]
     text = "## Facts\n" + "\n".join(bullets) + "\n"
-    params = ChunkParams(target_tokens=200, overlap_tokens=32)
+    params = ChunkParams(target_tokens=200, overlap_tokens=32, units=False)
     chunks = chunks_of(text, params=params)
     assert len(chunks) > 3
     for chunk in chunks:
@@ -43,7 +97,7 @@ def test_bullets_are_never_split_and_chunks_fit_the_target():
 
 def test_consecutive_chunks_overlap_by_whole_blocks():
     text = "\n".join(f"- item {i} " + "alpha beta gamma " * 8 for i in range(40)) + "\n"
-    chunks = chunks_of(text, path="memory/2026-11-20.md")
+    chunks = chunks_of(text, path="memory/2026-11-20.md", params=WINDOWS)
     assert len(chunks) >= 3
     for first, second in zip(chunks, chunks[1:], strict=False):
         assert second.start_line <= first.end_line  # overlap
@@ -113,9 +167,34 @@ markdown_line = st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(markdown_line, max_size=60))
+def test_every_line_is_in_exactly_one_unit_or_its_context(lines):
+    text = "\n".join(lines)
+    chunks = chunks_of(text, params=ChunkParams(target_tokens=60))
+    total = len(text.splitlines())
+    owner: dict[int, int] = {}
+    for index, chunk in enumerate(chunks):
+        assert 1 <= chunk.start_line <= chunk.end_line <= total
+        assert chunk.text.strip()
+        for number in range(chunk.start_line, chunk.end_line + 1):
+            # an oversized line split by words is the same line in several pieces
+            assert owner.get(number, index) == index or chunk.start_line == chunk.end_line
+            owner[number] = index
+    headings_in_context = {
+        title for chunk in chunks for title in chunk.heading.split(" > ") if title
+    }
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or number in owner:
+            continue
+        parsed = parse_heading(line)
+        assert parsed is not None, f"line {number} {line!r} is in no unit"
+        assert parsed[1] in headings_in_context, f"heading {line!r} is nobody's context"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(markdown_line, max_size=60))
 def test_chunks_cover_every_line_and_ranges_are_valid(lines):
     text = "\n".join(lines)
-    params = ChunkParams(target_tokens=60, overlap_tokens=10)
+    params = ChunkParams(target_tokens=60, overlap_tokens=10, units=False)
     chunks = chunks_of(text, params=params)
     total = len(text.splitlines())
     covered: set[int] = set()

@@ -59,7 +59,12 @@ def test_semantic_query_finds_the_trip_with_a_consistent_breakdown(engine):
     assert b.vector is not None and 0 < b.vector <= 1
     assert b.hybrid == pytest.approx(0.7 * b.vector + 0.3 * b.text)
     assert b.decay == pytest.approx(0.5 ** (2 / 30))
-    assert top.score == pytest.approx(b.hybrid * (0.5 + 0.5 * b.decay) * b.confidence_weight)
+    assert response.intent.window is None and not response.intent.current
+    assert b.recency == 1.0 and b.time_window == 1.0  # no time in the question: age is shown only
+    assert b.relevance == max(b.hybrid, b.neighbour)
+    assert top.score == pytest.approx(
+        b.relevance * b.recency * b.time_window * b.confidence_weight
+    )
     assert top.location == f"memory/2026-11-20.md#L{top.start_line}-{top.end_line}"
 
 
@@ -82,9 +87,13 @@ def test_exact_keyword_hit_survives_min_score(engine):
 def test_strong_old_match_is_still_reachable_and_decay_only_reorders(engine):
     old = engine.search("tulip bulbs garden", now=NOW).results
     assert old and old[0].path == "memory/2025/2025-11-01-garden.md"
-    assert old[0].breakdown.decay < 0.001
+    assert old[0].breakdown.decay < 0.001 and old[0].breakdown.recency == 1.0
     no_decay = engine.search("tulip bulbs garden", now=NOW, decay=False).results[0]
-    assert no_decay.breakdown.decay == 1.0 and no_decay.score > old[0].score
+    assert no_decay.breakdown.decay == 1.0 and no_decay.score == pytest.approx(old[0].score)
+    # asking about the present weighs age in, but never below the floor
+    current = engine.search("what is in my garden now", now=NOW).results
+    garden = next(r for r in current if r.path == "memory/2025/2025-11-01-garden.md")
+    assert garden.breakdown.recency == pytest.approx(0.5, abs=0.01)
 
 
 def test_code_tokens_and_cjk(engine):
@@ -226,9 +235,8 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, 
     before = eng.stats()["chunks"]
     eng.close()
 
-    crashing = MemoryEngine(
-        root, embedder=ExplodingEmbedder(fail_after=0), chunk_params=ChunkParams(24, 4)
-    )
+    windows = ChunkParams(24, 4, units=False)
+    crashing = MemoryEngine(root, embedder=ExplodingEmbedder(fail_after=0), chunk_params=windows)
     with pytest.raises(RuntimeError):
         crashing.sync(embed=True)
     crashing.close()
@@ -238,7 +246,7 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, 
     assert survivor.search("zucchini", now=NOW).results
     survivor.close()
 
-    rebuilt = MemoryEngine(root, embedder=embedder, chunk_params=ChunkParams(24, 4))
+    rebuilt = MemoryEngine(root, embedder=embedder, chunk_params=windows)
     rebuilt.load_model()
     report = rebuilt.sync()
     assert "chunker=md-v1:24/4" in rebuilt.stats()["fingerprint"]
@@ -312,7 +320,7 @@ def test_searching_while_a_sync_writes(engine):
 def test_injection_respects_budget_and_reports_cuts(engine):
     full = engine.inject("trip to Lisbon", now=NOW)
     assert full.text.startswith("## Long-term Memory\n")
-    assert "## Relevant Memories\n- [memory/2026-11-20.md#L" in full.text
+    assert "## Relevant Memories\n### memory/2026-11-20.md\n- L4: Planned a trip" in full.text
     assert "<!--" not in full.text
     assert full.report.tokens_used <= full.report.budget
     assert not full.report.memory_truncated

@@ -132,6 +132,11 @@ def _run_search(args: argparse.Namespace) -> int:
 def _print_results(response) -> None:  # SearchResponse
     for note in response.notes:
         print(f"({note})")
+    intent = response.intent
+    if intent.window is not None:
+        print(f"(time window {intent.window[0]} .. {intent.window[1]} from {intent.phrase!r})")
+    elif intent.current or intent.present_tense:
+        print("(asks about the present: newer entries rank higher)")
     if not response.results:
         print("no results")
     for result in response.results:
@@ -140,7 +145,8 @@ def _print_results(response) -> None:  # SearchResponse
         bm25 = f"{b.bm25:.2f}" if b.bm25 is not None else "-"
         print(
             f"{result.score:.3f}  {result.location}  vec {vector} · text {b.text:.2f} (bm25 {bm25}) · "
-            f"hybrid {b.hybrid:.2f} · decay {b.decay:.2f} · {b.confidence}"
+            f"hybrid {b.hybrid:.2f} · recency {b.recency:.2f} · window {b.time_window:.2f} · "
+            f"{b.confidence}"
         )
         for line in result.text.strip().splitlines()[:4]:
             print(f"    {line}")
@@ -150,7 +156,10 @@ def _print_results(response) -> None:  # SearchResponse
 
 
 def _configure_inject(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", help="the message about to be sent")
+    parser.add_argument("query", nargs="?", help="the message about to be sent")
+    parser.add_argument(
+        "--stdin", action="store_true", help="read one query per line; one JSON object per line out"
+    )
     parser.add_argument("--budget", type=int, default=None, help="token budget (default 2000)")
     parser.add_argument(
         "--bm25", action="store_true", help="full-text only, do not load the embedding model"
@@ -160,19 +169,21 @@ def _configure_inject(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_inject(args: argparse.Namespace) -> int:
+    if args.stdin == bool(args.query):
+        raise CliError("give either a QUERY or --stdin")
     engine = open_engine(args)
     try:
         if not args.bm25:
             engine.load_model()
         _print_warnings(engine.sync().warnings)
+        if args.stdin:
+            for line in sys.stdin:
+                injection = engine.inject(line.rstrip("\n"), budget=args.budget, now=args.now)
+                print(json.dumps(_injection_json(injection), ensure_ascii=False), flush=True)
+            return 0
         injection = engine.inject(args.query, budget=args.budget, now=args.now)
         if args.json:
-            print(
-                json.dumps(
-                    {"text": injection.text, "report": injection.report.to_json()},
-                    ensure_ascii=False,
-                )
-            )
+            print(json.dumps(_injection_json(injection), ensure_ascii=False))
             return 0
         print(injection.text)
         report = injection.report
@@ -184,6 +195,10 @@ def _run_inject(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     return 0
+
+
+def _injection_json(injection) -> dict[str, object]:  # Injection
+    return {"text": injection.text, "report": injection.report.to_json()}
 
 
 # -- reindex / stats --

@@ -11,8 +11,9 @@ from .chunker import ChunkParams
 from .embeddings import Embedder, count_tokens, count_tokens_batch
 from .index import MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
-from .search import SearchOptions, SearchResponse, search
+from .search import SearchOptions, SearchResponse, retrieval_text, search
 from .store import MemoryStore
+from .temporal import TimeIntent, parse_time_intent
 from .workspace import Workspace
 
 
@@ -82,10 +83,13 @@ class MemoryEngine:
         opts = options or self.search_options
         if overrides:
             opts = replace(opts, **overrides)
+        intent = parse_time_intent(query, now or date.today()) if opts.decay else TimeIntent()
         query_vector = (
-            self.embedder.embed_query(query) if self.model_loaded and query.strip() else None
+            self.embedder.embed_query(retrieval_text(query, intent))
+            if self.model_loaded and query.strip()
+            else None
         )
-        response = search(self.index, query, query_vector, opts, now=now)
+        response = search(self.index, query, query_vector, opts, now=now, intent=intent)
         pending = self.index.pending_embeddings() if response.mode == "hybrid" else 0
         if pending:
             response.notes.append(

@@ -9,6 +9,7 @@ Markdown files. The stdlib ``sqlite3`` of some Pythons cannot load extensions, s
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -24,7 +25,7 @@ import sqlite_vec
 
 from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown, embed_text
 from .fileio import read_markdown, sha256_text
-from .textsearch import build_match_query, fts_body
+from .textsearch import build_match_query, fts_body, query_terms
 from .vectors import VectorMirror
 from .workspace import Workspace
 
@@ -153,7 +154,7 @@ class MemoryIndex:
         self.notices: list[str] = []
         self.mirror = VectorMirror(embedder.dims)
         self._mirror_loaded = False
-        self._doc_shares: dict[str, float] = {}
+        self._doc_shares: dict[tuple[str, ...], int] = {}
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -559,25 +560,51 @@ class MemoryIndex:
             (r[0], r[1]) for r in others
         ]
 
-    def _doc_share(self, token: str) -> float:
-        """Share of chunks whose text contains ``token`` (0 on small indexes, where it does not matter).
+    def _term_docs(self, term: tuple[str, ...]) -> int:
+        """How many chunks match ``term`` (a token or a phrase's tokens; ``()``: all chunks).
 
-        Cached until the next text change: fts5vocab walks a term's whole doclist to count it
-        (~3 ms for a word in every chunk of 100k), and the same words recur query after query.
+        Counted by FTS5 itself, so its stemming applies. Cached until the next text change: a
+        count walks the term's whole doclist (a few ms for a word in every chunk of 100k), and
+        the same words recur query after query.
         """
-        cached = self._doc_shares.get(token)
+        cached = self._doc_shares.get(term)
         if cached is not None:
             return cached
         conn = self._reader()
-        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        share = 0.0
-        if total >= MIN_CHUNKS_TO_PRUNE:
-            row = conn.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (token,)).fetchone()
-            share = (row[0] if row else 0) / total
+        if term:
+            phrase = '"' + " ".join(term).replace('"', "") + '"'
+            try:
+                count = conn.execute(
+                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (phrase,)
+                ).fetchone()[0]
+            except sqlite3.OperationalError:
+                count = 0
+        else:
+            count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         if len(self._doc_shares) > 50_000:
             self._doc_shares.clear()
-        self._doc_shares[token] = share
-        return share
+        self._doc_shares[term] = count
+        return count
+
+    def _doc_share(self, token: str) -> float:
+        """Share of chunks containing ``token`` (0 on small indexes, where it does not matter)."""
+        total = self._term_docs(())
+        if total < MIN_CHUNKS_TO_PRUNE:
+            return 0.0
+        return self._term_docs((token,)) / total
+
+    def query_idf(self, query: str) -> float:
+        """Sum of the query terms' inverse document frequencies, as FTS5's bm25 computes them.
+
+        A short chunk holding every term once scores about this much, so ``bm25 / query_idf``
+        says how much of the query a match covers, weighted by how rare each term is.
+        """
+        total = self._term_docs(())
+        idf = 0.0
+        for term in query_terms(query):
+            docs = self._term_docs(term)
+            idf += max(1e-6, math.log((total - docs + 0.5) / (docs + 0.5)))
+        return idf
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         """Stored chunks by id (missing ids are left out)."""

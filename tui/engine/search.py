@@ -21,7 +21,7 @@ import numpy as np
 
 from .index import ChunkRow, MemoryIndex
 from .temporal import TimeIntent, parse_time_intent
-from .textsearch import contains_all_terms
+from .textsearch import contains_all_terms, query_terms
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -46,7 +46,7 @@ class SearchOptions:
     """Search knobs; defaults follow OpenClaw."""
 
     max_results: int = 6
-    min_score: float = 0.35
+    min_score: float = 0.2
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.3
@@ -55,11 +55,17 @@ class SearchOptions:
     decay: bool = True
     #: When age weighs in: "intent" (current-state questions only), "always", or "never".
     recency: str = "intent"
+    #: With ``recency="intent"``: a present-tense question ("where do I live?") counts as
+    #: asking for the current state, not only one with a marker ("now", "these days").
+    present_is_current: bool = True
     #: How the bm25 strength becomes a 0..1 text score: "saturate" (s/(s+k)) or "max"
     #: (relative to the best text match of the query).
-    text_norm: str = "saturate"
+    text_norm: str = "idf"
     #: "weighted" (vector_weight·vector + text_weight·text) or "rrf" (reciprocal rank fusion).
     fusion: str = "weighted"
+    #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:
+    #: a log is a narrative, and the answer often sits beside the line that matched.
+    neighbour_weight: float = 0.8
     mmr: bool = False
     mmr_lambda: float = 0.7
     #: Threshold mode: every result whose relevance reaches this, with no fixed cap.
@@ -74,6 +80,10 @@ class Breakdown:
     text: float
     vector: float | None
     hybrid: float
+    #: Relevance lent by an adjacent daily-log entry (``neighbour_weight`` × its hybrid).
+    neighbour: float
+    #: What ``min_score`` filters on: max(hybrid, neighbour).
+    relevance: float
     decay: float
     confidence: str
     confidence_weight: float
@@ -157,9 +167,17 @@ def hybrid_score(vector: float | None, text: float, options: SearchOptions) -> f
     return (options.vector_weight * vector + options.text_weight * text) / total
 
 
-def text_scores(ranks: dict[int, float], options: SearchOptions) -> dict[int, float]:
-    """0..1 text scores of FTS5 bm25 ranks (negative, lower is better) for one query."""
+def text_scores(
+    ranks: dict[int, float], options: SearchOptions, query_idf: float = 0.0
+) -> dict[int, float]:
+    """0..1 text scores of FTS5 bm25 ranks (negative, lower is better) for one query.
+
+    ``idf``: the share of the query a match covers (bm25 over the query terms' summed idf),
+    so one common word matched scores low and every rare word matched scores near 1.
+    """
     strengths = {i: max(0.0, -rank) for i, rank in ranks.items()}
+    if options.text_norm == "idf" and query_idf > 0:
+        return {i: min(1.0, v / query_idf) for i, v in strengths.items()}
     if options.text_norm == "max":
         best = max(strengths.values(), default=0.0)
         return {i: (v / best if best > 0 else 0.0) for i, v in strengths.items()}
@@ -187,8 +205,13 @@ def search(
     options: SearchOptions = SearchOptions(),
     *,
     now: date | None = None,
+    intent: TimeIntent | None = None,
 ) -> SearchResponse:
     """Hybrid search over the index. Without ``query_vector`` it runs BM25-only (mode ``bm25``).
+
+    ``intent`` is what the question says about time (parsed here when not given); the words
+    that named a time window are left out of the full-text query, since the window itself
+    selects the entries (``query_vector`` should be of :func:`retrieval_text` likewise).
 
     A chunk passes the ``min_score`` filter on its relevance (the hybrid score) or because it
     contains every content word of the query, so an exact keyword hit is never lost to a
@@ -201,8 +224,10 @@ def search(
     )
     if not query:
         return response
-    intent = parse_time_intent(query, now) if options.decay else TimeIntent()
+    if intent is None:
+        intent = parse_time_intent(query, now) if options.decay else TimeIntent()
     response.intent = intent
+    text_query = retrieval_text(query, intent)
     threshold_mode = options.threshold is not None
     pool = None if threshold_mode else max(1, options.max_results * options.candidate_multiplier)
 
@@ -224,7 +249,7 @@ def search(
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else pool
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
-    text_hits = dict(index.fts_candidates(query, text_limit, also=also))
+    text_hits = dict(index.fts_candidates(text_query, text_limit, also=also))
 
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
@@ -234,7 +259,9 @@ def search(
         for chunk_id, vector in index.mirror.vectors_for(missing).items():
             vector_hits[chunk_id] = float(vector @ query_vector)
     rows = index.chunks_by_id(candidate_ids)
-    texts = text_scores(text_hits, options)
+    texts = text_scores(
+        text_hits, options, index.query_idf(text_query) if options.text_norm == "idf" else 0.0
+    )
     vectors = (
         {i: max(0.0, min(1.0, v)) for i, v in vector_hits.items()}
         if query_vector is not None
@@ -242,19 +269,51 @@ def search(
     )
     fused = rrf_scores(texts, vectors, options) if options.fusion == "rrf" and vectors else None
 
+    hybrids: dict[int, float] = {}
+    for chunk_id in candidate_ids:
+        if chunk_id in rows:
+            vector = vectors.get(chunk_id)
+            hybrids[chunk_id] = (
+                fused.get(chunk_id, 0.0)
+                if fused is not None
+                else hybrid_score(vector, texts.get(chunk_id, 0.0), options)
+            )
+    support: dict[int, float] = {}
+    if options.neighbour_weight > 0:
+        support = _neighbour_support(index, rows, hybrids, options, pool or len(hybrids))
+        for chunk_id in support:
+            if chunk_id not in hybrids and query_vector is not None:
+                vector_hits.update(
+                    (i, float(v @ query_vector))
+                    for i, v in index.mirror.vectors_for([chunk_id]).items()
+                )
+                vectors[chunk_id] = max(0.0, min(1.0, vector_hits.get(chunk_id, 0.0)))
+            hybrids.setdefault(
+                chunk_id, hybrid_score(vectors.get(chunk_id), 0.0, options) if vectors else 0.0
+            )
+
     floor = options.threshold if threshold_mode else options.min_score
     scored: list[SearchResult] = []
-    for chunk_id in candidate_ids:
-        row = rows.get(chunk_id)
-        if row is None:
-            continue
+    for chunk_id, hybrid in hybrids.items():
+        row = rows[chunk_id]
         vector = vectors.get(chunk_id) if query_vector is not None else None
-        text = texts.get(chunk_id, 0.0)
-        hybrid = fused.get(chunk_id, 0.0) if fused is not None else hybrid_score(vector, text, options)
         result = _score(
-            row, text_hits.get(chunk_id), text, vector, hybrid, query, intent, options, now
+            row,
+            text_hits.get(chunk_id),
+            texts.get(chunk_id, 0.0),
+            vector,
+            hybrid,
+            support.get(chunk_id, 0.0),
+            query,
+            intent,
+            options,
+            now,
         )
-        if result.breakdown.hybrid >= floor or result.breakdown.keyword_hit:
+        if (
+            result.breakdown.relevance >= floor
+            or result.breakdown.keyword_hit
+            or (result.breakdown.time_window == 1.0 and intent.window is not None)
+        ):
             scored.append(result)
     scored.sort(key=lambda r: (-r.score, r.path, r.start_line))
     if options.mmr and query_vector is not None and len(scored) > 1:
@@ -265,11 +324,23 @@ def search(
     return response
 
 
+def retrieval_text(query: str, intent: TimeIntent) -> str:
+    """The query without the words that named its time window ("in May 2023"), if any remain."""
+    if intent.window is None or not intent.phrase:
+        return query
+    start = query.lower().find(intent.phrase.lower())
+    if start < 0:
+        return query
+    rest = " ".join((query[:start] + " " + query[start + len(intent.phrase) :]).split())
+    return rest if query_terms(rest) else query
+
+
 def recency_factor(day: date | None, now: date, intent: TimeIntent, options: SearchOptions) -> float:
     """How much a result's age changes its score: 1.0 unless the question asks for the present."""
     if not options.decay or options.recency == "never":
         return 1.0
-    if options.recency == "intent" and not intent.current:
+    asks_current = intent.current or (options.present_is_current and intent.present_tense)
+    if options.recency == "intent" and not asks_current:
         return 1.0
     decay = decay_factor(day, now, options.half_life_days)
     return DECAY_FLOOR + (1.0 - DECAY_FLOOR) * decay
@@ -282,9 +353,38 @@ def window_factor(day: date | None, intent: TimeIntent) -> float:
     if day is None:
         return WINDOW_UNDATED
     start, end = intent.window
-    if start - WINDOW_SLACK <= day <= end + WINDOW_SLACK:
+    if start <= day + WINDOW_SLACK and day - WINDOW_SLACK <= end:
         return 1.0
     return WINDOW_OUTSIDE
+
+
+def _neighbour_support(
+    index: MemoryIndex,
+    rows: dict[int, ChunkRow],
+    hybrids: dict[int, float],
+    options: SearchOptions,
+    top: int,
+) -> dict[int, float]:
+    """Relevance lent to the daily-log entries next to the ``top`` best candidates.
+
+    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± 1
+    when they sit in the same file. Rows of neighbours that were not candidates are added to
+    ``rows``.
+    """
+    best = sorted(
+        (i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i]
+    )[:top]
+    wanted = {n for i in best for n in (i - 1, i + 1)}
+    missing = [n for n in wanted if n not in rows]
+    rows.update(index.chunks_by_id(missing))
+    support: dict[int, float] = {}
+    for chunk_id in best:
+        lent = options.neighbour_weight * hybrids[chunk_id]
+        for neighbour in (chunk_id - 1, chunk_id + 1):
+            row = rows.get(neighbour)
+            if row is not None and row.path == rows[chunk_id].path:
+                support[neighbour] = max(support.get(neighbour, 0.0), lent)
+    return support
 
 
 def _score(
@@ -293,6 +393,7 @@ def _score(
     text: float,
     vector: float | None,
     hybrid: float,
+    neighbour: float,
     query: str,
     intent: TimeIntent,
     options: SearchOptions,
@@ -302,12 +403,15 @@ def _score(
     recency = recency_factor(row.date, now, intent, options)
     window = window_factor(row.date, intent) if options.decay else 1.0
     weight = CONFIDENCE_WEIGHTS.get(row.confidence, CONFIDENCE_WEIGHTS["medium"])
-    score = hybrid * recency * window * weight
+    relevance = max(hybrid, neighbour)
+    score = relevance * recency * window * weight
     breakdown = Breakdown(
         bm25=rank,
         text=text,
         vector=vector,
         hybrid=hybrid,
+        neighbour=neighbour,
+        relevance=relevance,
         decay=decay,
         confidence=row.confidence,
         confidence_weight=weight,

@@ -130,10 +130,10 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 class TimeIntent:
     """What a query says about time."""
 
-    current: bool
-    present_tense: bool
-    window: Window | None
-    phrase: str | None
+    current: bool = False
+    present_tense: bool = False
+    window: Window | None = None
+    phrase: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict; the window as ISO dates."""
