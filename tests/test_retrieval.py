@@ -1,0 +1,184 @@
+"""Retrieval behaviour: units, stemming, the calibrated threshold, time intent, budget packing.
+
+Real model, real SQLite; each test writes a small workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+import sqlean as sqlite3
+
+from tui.engine.embeddings import Embedder, count_tokens
+from tui.engine.engine import MemoryEngine
+from tui.engine.inject import InjectionOptions, build_injection
+
+NOW = date(2026, 11, 22)
+
+PREFERENCES = """# Long-term Memory
+
+## Preferences
+- Deploys everything with nix flakes
+- The user likes the colour blue more than any other colour.
+- Keeps a paper notebook for meeting notes
+"""
+
+
+def make_engine(root: Path, embedder: Embedder, files: dict[str, str]) -> MemoryEngine:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    engine = MemoryEngine(root, embedder=embedder)
+    engine.load_model()
+    engine.sync()
+    return engine
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, embedder: Embedder):
+    engines: list[MemoryEngine] = []
+
+    def build(files: dict[str, str]) -> MemoryEngine:
+        engine = make_engine(tmp_path / f"ws{len(engines)}", embedder, files)
+        engines.append(engine)
+        return engine
+
+    yield build
+    for engine in engines:
+        engine.close()
+
+
+def test_a_lone_preference_is_found_by_a_semantic_question(workspace):
+    engine = workspace({"MEMORY.md": PREFERENCES})
+    results = engine.search("what is my favourite color", now=NOW).results
+    assert results, "the preference must pass the default min_score"
+    assert "colour blue" in results[0].text
+    assert (results[0].start_line, results[0].end_line) == (5, 5)  # the unit's own line
+
+
+def test_unrelated_questions_return_nothing(workspace):
+    engine = workspace({"MEMORY.md": PREFERENCES})
+    for question in ("how tall is mount everest", "recipe for sourdough bread"):
+        assert engine.search(question, now=NOW).results == [], question
+
+
+def test_stemming_matches_other_word_forms(workspace):
+    engine = workspace({"memory/2026-11-20.md": "# 2026-11-20\n\n- Deployed the billing services\n"})
+    response = engine.search("deploying service", now=NOW, vector_weight=0.0, text_weight=1.0)
+    assert response.results and response.results[0].breakdown.bm25 is not None
+
+
+def test_current_state_question_prefers_the_newer_entry(workspace):
+    engine = workspace(
+        {
+            "memory/2025-03-02.md": "# 2025-03-02\n\n- Uses Vim as the editor for everything\n",
+            "memory/2026-10-12.md": "# 2026-10-12\n\n- Switched editor from Vim to Zed\n",
+        }
+    )
+    history = engine.search("which editor did I use in 2025", now=NOW).results
+    assert history[0].path == "memory/2025-03-02.md"
+    current = engine.search("which editor do I use now", now=NOW)
+    assert current.intent.current
+    assert current.results[0].path == "memory/2026-10-12.md"
+    older = next(r for r in current.results if r.path == "memory/2025-03-02.md")
+    assert older.breakdown.recency < current.results[0].breakdown.recency
+
+
+def test_a_time_window_selects_the_logs_of_that_day(workspace):
+    engine = workspace(
+        {
+            "memory/2026-11-21.md": "# 2026-11-21\n\n- Repotted the basil on the balcony\n",
+            "memory/2026-11-10.md": "# 2026-11-10\n\n- Did a lot of coding work on the parser\n",
+        }
+    )
+    response = engine.search("what did I do yesterday?", now=NOW)
+    assert response.intent.window == (date(2026, 11, 21), date(2026, 11, 21))
+    top = response.results[0]
+    assert top.path == "memory/2026-11-21.md" and top.breakdown.time_window == 1.0
+    outside = [r for r in response.results if r.path == "memory/2026-11-10.md"]
+    assert all(r.breakdown.time_window < 1.0 for r in outside)
+    as_json = response.to_json()
+    assert as_json["intent"]["window"] == ["2026-11-21", "2026-11-21"]
+    assert {"recency", "time_window", "neighbour", "relevance"} <= set(
+        as_json["results"][0]["breakdown"]
+    )
+
+
+def test_injection_fills_the_budget_and_groups_by_file(workspace):
+    lines = "".join(f"- Sailing lesson {i}: practised tacking and knots\n" for i in range(60))
+    engine = workspace({"memory/2026-11-20.md": "# 2026-11-20\n\n" + lines})
+    injection = engine.inject("sailing lessons", now=NOW, budget=400)
+    report = injection.report
+    relevant = [item for item in report.included if item.kind == "relevant"]
+    assert len(relevant) > 12, "packing stops at the budget, not at a fixed count"
+    assert report.tokens_used <= 400
+    assert any(item.reason.startswith("over budget") for item in report.cut)
+    assert injection.text.count("### memory/2026-11-20.md") == 1
+    assert "\n- L" in injection.text
+
+
+def test_packing_skips_what_does_not_fit_and_keeps_going(workspace):
+    engine = workspace(
+        {
+            "memory/2026-11-20.md": "# 2026-11-20\n\n- short sailing note\n- "
+            + "long sailing story " * 60
+            + "\n- another short sailing note\n"
+        }
+    )
+    results = engine.search("sailing", now=NOW, max_results=10, min_score=0.0).results
+    ordered = sorted(results, key=lambda r: -len(r.text))  # the long one first
+    injection = build_injection("", ordered, count_tokens, InjectionOptions(budget_tokens=80))
+    assert injection.report.cut[0].location == ordered[0].location
+    assert len(injection.report.included) == len(ordered) - 1
+
+
+def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path):
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text(PREFERENCES, encoding="utf-8")
+    (root / "memory/2026-11-20.md").write_text("# 2026-11-20\n\n- Flew to Lisbon\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "--workspace", str(root), "inject", "--stdin", "--now",
+         "2026-11-22"],
+        input="trip to Lisbon\nfavourite colour\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    objects = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(objects) == 2
+    first = objects[0]["report"]
+    assert any(
+        item["location"] == "memory/2026-11-20.md#L3-3" for item in first["included"]
+    )
+    assert "### memory/2026-11-20.md" in objects[0]["text"]
+
+
+def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(tmp_path, embedder):
+    root = tmp_path / "ws"
+    engine = make_engine(root, embedder, {"MEMORY.md": PREFERENCES})
+    engine.close()
+    # Make it look like the previous version's index: no context column, old fingerprint.
+    conn = sqlite3.connect(str(root / ".memdeck" / "index.db"))
+    conn.execute("ALTER TABLE chunks DROP COLUMN context")
+    conn.execute(
+        "UPDATE meta SET value = 'schema=1;model=old;chunker=md-v1:200/32' WHERE key = 'fingerprint'"
+    )
+    conn.commit()
+    conn.close()
+    reopened = MemoryEngine(root, embedder=embedder)
+    try:
+        reopened.load_model()
+        assert reopened.search("nix flakes", now=NOW).results  # readable before the rebuild
+        reopened.sync()
+        assert "md-units-v2" in reopened.stats()["fingerprint"]
+        assert reopened.search("what is my favourite color", now=NOW).results
+    finally:
+        reopened.close()
