@@ -24,7 +24,7 @@ evidence to retrieve).
 
 Modes: ``hybrid`` (``engine.search``), ``bm25`` (the same search with no query vector, as
 before the model is loaded) and ``vector`` (``vector_weight=1, text_weight=0``). The ``inject``
-row is what the app would put in the prompt with every default (``engine.inject``: up to 12 results,
+row is what the app would put in the prompt with every default (``engine.inject``: packed to the budget,
 min_score 0.35, 2,000-token budget).
 
 The experiments then vary the chunk size (``ChunkParams``), the hybrid weights, the decay
@@ -374,7 +374,7 @@ def evaluate_defaults(
         scores.add(key, q.category, recall(q.evidence, ix.ids(results)))
         scores.extra[key].append(len(results))
         found, tokens = inject(ix, q.text, min_score=min_score)
-        key = (*label, f"inject (≤12 results, min_score {min_score:g})")
+        key = (*label, f"inject (budget-packed, min_score {min_score:g})")
         scores.add(key, q.category, recall(q.evidence, found))
         scores.extra[key].append(tokens)
 
@@ -503,12 +503,13 @@ def main(argv: list[str] | None = None) -> int:
         + ")"
     )
     report.add(
-        f"Defaults: chunks {DEFAULT_CHUNKS.target_tokens}/{DEFAULT_CHUNKS.overlap_tokens} "
-        f"word-pieces, weights vector {DEFAULTS.vector_weight} / text {DEFAULTS.text_weight}, "
-        f"half-life {DEFAULTS.half_life_days:g} days, now = the day after each conversation's "
+        f"Defaults: one unit per entry (split above {DEFAULT_CHUNKS.target_tokens} word-pieces), "
+        f"weights vector {DEFAULTS.vector_weight} / text {DEFAULTS.text_weight} "
+        f"(text norm {DEFAULTS.text_norm}), neighbour weight {DEFAULTS.neighbour_weight:g}, "
+        f"recency {DEFAULTS.recency} (half-life {DEFAULTS.half_life_days:g} days), now = the day after each conversation's "
         "last session. recall@k and ≤N tok with min_score 0; ≤N tok counts each result as "
         "the injection formats it. `inject` = the app's injection with every default "
-        "(up to 12 results, min_score 0.35, 2,000-token budget)."
+        "(packed by score until the 2,000-token budget is full, default min_score budget)."
     )
 
     # -- main table: default chunking
@@ -525,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
                 evaluate_defaults(ix, scores, ("hybrid", "on"))
     main_seconds = time.perf_counter() - phase
     report.add(category_table(scores, counts))
-    inject_key = ("hybrid", "on", f"inject (≤12 results, min_score {DEFAULTS.min_score:g})")
+    inject_key = ("hybrid", "on", f"inject (budget-packed, min_score {DEFAULTS.min_score:g})")
     filtered_key = ("hybrid", "on", f"recall@5, min_score {DEFAULTS.min_score:g}")
     report.add(
         REFERENCE_NOTE + f"\n\nWith min_score {DEFAULTS.min_score:g} hybrid returns on average "
@@ -600,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
             "### Experiment: chunk size × weights / decay (hybrid, overall recall)\n\n"
             + "Chunk sizes: "
             + "; ".join(f"{k}: {v}" for k, v in sizes.items())
-            + ". `inject` = the app's injection (up to 12 results, min_score 0.35, 2,000-token "
+            + ". `inject` = the app's injection (packed by score until the 2,000-token budget is full, default min_score "
             "budget) with the variant's weights / decay. Δ = paired difference from the "
             "default variant of the same chunk size ± its standard error.\n\n"
             + overall_table(
@@ -616,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
         def ms_cell(row: tuple, column: str) -> str:
             chunk_label, m = row
             r5 = (chunk_label, "ms", f"recall@5, min_score {m}")
-            inj = (chunk_label, "ms", f"inject (≤12 results, min_score {m})")
+            inj = (chunk_label, "ms", f"inject (budget-packed, min_score {m})")
             return {
                 "recall@5": fmt(exp.overall(r5)),
                 "results (of 5)": f"{statistics.fmean(exp.extra[r5]):.2f}",

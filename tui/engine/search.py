@@ -46,7 +46,7 @@ class SearchOptions:
     """Search knobs; defaults follow OpenClaw."""
 
     max_results: int = 6
-    min_score: float = 0.2
+    min_score: float = 0.3
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.3
@@ -57,10 +57,10 @@ class SearchOptions:
     recency: str = "intent"
     #: With ``recency="intent"``: a present-tense question ("where do I live?") counts as
     #: asking for the current state, not only one with a marker ("now", "these days").
-    present_is_current: bool = True
+    present_is_current: bool = False
     #: How the bm25 strength becomes a 0..1 text score: "saturate" (s/(s+k)) or "max"
     #: (relative to the best text match of the query).
-    text_norm: str = "idf"
+    text_norm: str = "max"
     #: "weighted" (vector_weight·vector + text_weight·text) or "rrf" (reciprocal rank fusion).
     fusion: str = "weighted"
     #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:

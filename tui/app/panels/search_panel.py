@@ -25,7 +25,7 @@ SEARCH_DEBOUNCE_S = 0.25
 #: Lines of file context shown above and below a selected chunk.
 CONTEXT_LINES = 3
 
-COLUMNS = ("score", "vector", "text (bm25)", "decay", "conf", "source")
+COLUMNS = ("score", "vector", "text (bm25)", "near", "recency", "window", "conf", "source")
 
 
 def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
@@ -36,7 +36,9 @@ def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
         format_score(result.score),
         format_score(b.vector),
         text,
-        format_score(b.decay),
+        format_score(b.neighbour) if b.neighbour > b.hybrid else "—",
+        format_score(b.recency),
+        format_score(b.time_window),
         b.confidence,
         format_source(result.path, result.start_line, result.end_line),
     )
@@ -88,10 +90,12 @@ Type a query: results are ranked as the assistant would see them.
 
 | column | meaning |
 |---|---|
-| score | final score (hybrid × decay × confidence) |
+| score | relevance × recency × window × confidence; relevance = max(hybrid, near), hybrid = 0.7·vector + 0.3·text |
 | vector | cosine similarity (— while the embedding model loads) |
-| text (bm25) | full-text score 0..1 (raw FTS5 bm25 rank) |
-| decay | recency factor of daily logs (MEMORY.md is evergreen) |
+| text (bm25) | share of the query's words matched, weighted by rarity (raw FTS5 bm25 rank) |
+| near | relevance lent by the daily-log entry next to a strong match (— when its own is higher) |
+| recency | < 1 for older daily-log entries, only when the question asks about the present ("now", "do I use") |
+| window | < 1 for entries outside a time the question names ("yesterday", "in May 2023") |
 | conf | confidence of the entry |
 | source | file and lines |
 
