@@ -106,13 +106,13 @@ def test_every_argument_of_every_tool_is_validated(
         for param in required:
             missing = {k: v for k, v in arguments.items() if k != param}
             result = tools.execute(name, missing)
-            assert result.content["error"] == "validation_error" and param in result.content[
-                "message"
-            ]
+            assert (
+                result.content["error"] == "validation_error" and param in result.content["message"]
+            )
         unknown = tools.execute(name, {**arguments, "rm": "-rf"})
-        assert unknown.content["error"] == "validation_error" and "'rm'" in unknown.content[
-            "message"
-        ]
+        assert (
+            unknown.content["error"] == "validation_error" and "'rm'" in unknown.content["message"]
+        )
     for raw in ('{"query": "x", "maxResults": 1e999}', '{"query": "x", "minScore": NaN}'):
         result = tools.execute("memory_search", raw)
         assert result.content["error"] == "validation_error", result.content
@@ -211,16 +211,14 @@ _NUMERIC = {
 
 
 def test_every_numeric_setting_has_a_range(tmp_path: Path) -> None:
-    assert {"idle_minutes", "request_timeout", "max_tool_rounds", "context_window"} <= set(
-        _NUMERIC
-    )
+    assert {"idle_minutes", "request_timeout", "max_tool_rounds", "context_window"} <= set(_NUMERIC)
     path = tmp_path / "config.toml"
     for name, types in _NUMERIC.items():
         section = next(f.metadata["section"] for f in fields(Config) if f.name == name)
         bad = ["nan", "inf", "-inf", "1e300", "-1e300"] if float in types else []
         bad += ["-1000000000000000000", "1000000000000000000"]
         for value in bad:
-            path.write_text(f'[{section}]\n# a comment\n{name} = {value}\n', encoding="utf-8")
+            path.write_text(f"[{section}]\n# a comment\n{name} = {value}\n", encoding="utf-8")
             with pytest.raises(ConfigError) as caught:
                 load_config(path, env={})
             message = str(caught.value)
@@ -248,9 +246,11 @@ def test_bad_numbers_are_one_line_cli_errors(tmp_path: Path) -> None:
     env = memdeck_env(None, tmp_path, MEMDECK_IDLE_MINUTES="inf")
     result = run_memdeck(["--workspace", workspace, "consolidate", "--days", "2"], env)
     assert result.returncode == 2 and "MEMDECK_IDLE_MINUTES" in one_line_error(result)
-    result = run_memdeck(
-        ["--workspace", workspace, "consolidate", "--days", "1000000"], memdeck_env(None, tmp_path)
-    )
+    with FakeOpenAI() as server:
+        result = run_memdeck(
+            ["--workspace", workspace, "consolidate", "--days", "1000000"],
+            memdeck_env(server, tmp_path),
+        )
     assert result.returncode == 2 and "--days must be" in one_line_error(result)
 
 
@@ -356,7 +356,9 @@ def test_supersede_by_id_or_exact_text_is_listed_for_undo(
     )
     rex = words.content["id"]
     by_id = tools.execute("save_memory", {"content": "My dog is called Rex", "supersedes": max_})
-    assert by_id.ok and by_id.content["superseded"] == [{"id": max_, "text": "My dog is called Max"}]
+    assert by_id.ok and by_id.content["superseded"] == [
+        {"id": max_, "text": "My dog is called Max"}
+    ]
     by_text = tools.execute(
         "save_memory", {"content": "Lives in Lyon", "supersedes": "lives in paris."}
     )
@@ -402,7 +404,7 @@ async def test_model_supersedes_by_an_id_it_found(tmp_path: Path) -> None:
         text = engine.memory.workspace.memory_file.read_text()
         assert "Luna" in text and "golden retriever" in text and "Max" not in text
         offered = {t["function"]["name"]: t["function"] for t in server.chat_requests[0].tools}
-        assert "id" in offered["save_memory"]["parameters"]["properties"]["supersedes"][
-            "description"
-        ]
+        assert (
+            "id" in offered["save_memory"]["parameters"]["properties"]["supersedes"]["description"]
+        )
         engine.close()

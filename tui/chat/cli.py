@@ -11,7 +11,7 @@ from typing import Any
 
 from ..cli import CliError, command
 from .chat import ChatEngine
-from .config import ConfigError, load_config
+from .config import ConfigError, check_setting, load_config
 from .consolidate import ConsolidationError, Proposal
 from .events import (
     Compacted,
@@ -274,8 +274,11 @@ def _print_proposal(proposal: Proposal) -> None:
 
 
 def _run_consolidate(args: argparse.Namespace) -> int:
-    if args.days is not None and args.days < 1:
-        raise CliError("--days must be at least 1")
+    if args.days is not None:
+        try:  # the same range as the setting it overrides
+            check_setting("consolidate_max_days", args.days, "--days")
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
     engine = _open(args, create=False)
     try:
         consolidator = engine.consolidator
