@@ -79,6 +79,10 @@ conversation below that keeps everything needed to continue it: the user's goals
 facts, open questions and any commitments. Use short bullet points. Do not add anything that \
 was not said."""
 
+#: Ends an answer cut at ``max_answer_chars`` (shown, stored, and sent back to the model).
+TRUNCATED_NOTICE = (
+    "\n\n[memdeck: answer truncated at {limit:,} characters (max_answer_chars in config.toml)]"
+)
 #: Model requests the silent memory-flush turn may make.
 SILENT_TURN_ROUNDS = 3
 #: Per-message overhead in the token estimate (role, separators).
@@ -212,11 +216,12 @@ class ChatEngine:
                 started = True
             if not message.is_conversation:
                 continue
+            content = self.bounded(message.content)
             if message.role == "user":
-                messages.append({"role": "user", "content": message.content})
+                messages.append({"role": "user", "content": content})
                 continue
             own_calls = calls.get(message.id, [])
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            entry: dict[str, Any] = {"role": "assistant", "content": content or None}
             if own_calls:
                 entry["tool_calls"] = [
                     {
@@ -243,6 +248,14 @@ class ChatEngine:
                     }
                 )
         return messages
+
+    def bounded(self, text: str) -> str:
+        """``text`` cut to ``max_answer_chars`` with the truncation notice: what a request may
+        carry of one message, whatever an older transcript holds."""
+        limit = self.config.max_answer_chars
+        if len(text) <= limit:
+            return text
+        return text[:limit] + TRUNCATED_NOTICE.format(limit=limit)
 
     def estimate_tokens(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
@@ -357,14 +370,21 @@ class ChatEngine:
                 yield TurnError(exc.kind, exc.message, exc.retry_after)
                 return
             assert end is not None
-            extra = {"silent": True} if silent else {}
+            extra: dict[str, Any] = {"silent": True} if silent else {}
+            text = end.text
+            if end.truncated:
+                notice = TRUNCATED_NOTICE.format(limit=self.config.max_answer_chars)
+                text += notice
+                extra["truncated"] = True
+                if not silent:
+                    yield TextDelta(notice)
             message_id = await asyncio.to_thread(
-                self.sessions.append_message, session_id, "assistant", end.text, **extra
+                self.sessions.append_message, session_id, "assistant", text, **extra
             )
             if not end.tool_calls:
                 if not silent:
                     self.triggers.note_activity(session_id)
-                yield TurnDone(session_id, message_id, end.text, end.finish_reason)
+                yield TurnDone(session_id, message_id, text, end.finish_reason, end.truncated)
                 return
             messages.append(
                 {
@@ -418,11 +438,19 @@ class ChatEngine:
                 "message_id": message_id,
                 "tool": call.name,
                 "arguments": call.arguments,
+                "arguments_chars": call.arguments_chars,
                 "input": arguments,
             },
         )
         if call.name not in offered:
             result = ToolResult.error("unknown_tool", f"there is no tool named {call.name!r}")
+        elif call.oversized:
+            limit = self.config.max_tool_argument_chars
+            result = ToolResult.error(
+                "too_large",
+                f"the arguments of {call.name} were {call.arguments_chars:,} characters; at most "
+                f"{limit:,} are accepted (max_tool_argument_chars): send a shorter call",
+            )
         else:
             result = await asyncio.to_thread(self.tools.execute, call.name, call.arguments)
         await asyncio.to_thread(
@@ -490,7 +518,7 @@ class ChatEngine:
             return
         previous = compaction.get("summary") if compaction else None
         conversation = "\n\n".join(
-            f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}"
+            f"{'User' if m.role == 'user' else 'Assistant'}: {self.bounded(m.content)}"
             for m in older
             if m.is_loggable
         )

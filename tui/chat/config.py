@@ -432,7 +432,8 @@ def _expected(name: str) -> str:
     expected = _type_name(_TYPES[name])
     bounds = setting_range(name)
     if bounds is not None:
-        expected += f" from {bounds[0]:,g} to {bounds[1]:,g}"
+        low, high = (f"{b:,}" if float(b).is_integer() else f"{b:g}" for b in bounds)
+        expected += f" from {low} to {high}"
     return expected
 
 
