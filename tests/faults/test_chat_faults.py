@@ -322,6 +322,19 @@ def test_an_http_error_echoing_the_key_is_redacted(tmp_path: Path) -> None:
         assert transcripts and key not in transcripts[0].read_text()
 
 
+async def test_credentials_in_the_base_url_are_not_echoed(tmp_path: Path) -> None:
+    url = "http://memdeck:s3cret-pass-word@127.0.0.1:9/v1?api_key=qu3ry-s3cret"  # nothing listens
+    engine = make_engine(tmp_path, make_config(tmp_path, env={"OPENAI_BASE_URL": url}, model="m"))
+    session = engine.sessions.create().id
+    events = await turn(engine, session, "hello")
+    error = events[-1]
+    assert error.kind == "connection" and "127.0.0.1:9" in error.message
+    stored = engine.sessions.path(session).read_text()
+    for secret in ("s3cret-pass-word", "qu3ry-s3cret"):
+        assert secret not in error.message and secret not in stored
+    engine.close()
+
+
 # -- 18. only what the model names is superseded -------------------------------------------
 
 

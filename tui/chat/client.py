@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .config import NO_KEY_PLACEHOLDER, Config
+from .config import NO_KEY_PLACEHOLDER, Config, display_url
 from .events import ErrorKind
 
 if TYPE_CHECKING:  # the SDK takes over a second to import: only when a request is made
@@ -28,11 +28,12 @@ _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,})")
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with API keys removed: the given secrets and anything shaped like ``sk-...``."""
+    """``text`` with API keys removed: the given secrets, anything shaped like ``sk-...`` and
+    the credentials and query strings of URLs."""
     for secret in secrets:
         if secret and len(secret) >= 4 and secret != NO_KEY_PLACEHOLDER:
             text = text.replace(secret, "[redacted]")
-    return _KEY_PATTERN.sub("sk-[redacted]", text)
+    return display_url(_KEY_PATTERN.sub("sk-[redacted]", text))
 
 
 class LLMError(Exception):
@@ -288,9 +289,15 @@ class LLMClient:
 
     def classify(self, exc: BaseException, *, mid_stream: bool = False) -> LLMError:
         """Turn any exception from a request into an :class:`LLMError` a user can act on."""
+        error = self._classify(exc, mid_stream)
+        error.message = self.redact(error.message)  # no key, whatever the server or URL held
+        error.args = (error.message,)
+        return error
+
+    def _classify(self, exc: BaseException, mid_stream: bool) -> LLMError:
         import openai
 
-        url = self.config.effective_base_url
+        url = display_url(self.config.effective_base_url)
         detail = self.redact(_server_message(exc))
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(

@@ -309,7 +309,10 @@ class Config:
                 f"in {where}"
             )
         if not self.effective_model:
-            return f"no model configured for {self.effective_base_url}: set MEMDECK_MODEL or model in {where}"
+            return (
+                f"no model configured for {display_url(self.effective_base_url)}: "
+                f"set MEMDECK_MODEL or model in {where}"
+            )
         return None
 
     def search_options(self) -> SearchOptions:
@@ -347,6 +350,17 @@ def is_openai_url(url: str | None) -> bool:
         return True
     parts = urlsplit(url.strip())
     return parts.scheme == "https" and (parts.hostname or "").lower() == "api.openai.com"
+
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+_URL_QUERY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)\?[^\s#)]*")
+
+
+def display_url(text: str) -> str:
+    """``text`` with every URL's user:password and query string (where keys hide) removed:
+    what a message may show of a URL."""
+    text = _URL_CREDENTIALS.sub(r"\g<scheme>[redacted]@", text)
+    return _URL_QUERY.sub(r"\g<base>?[redacted]", text)
 
 
 def _normal_url(url: str | None) -> str:
@@ -618,13 +632,15 @@ def _resolve_key(
         key, source = env["OPENAI_API_KEY"], "OPENAI_API_KEY"
     if key is None and env.get("OPENAI_API_KEY") and not config.is_openai:
         withheld = (
-            f"OPENAI_API_KEY is only sent to {OPENAI_BASE_URL}, not to {config.effective_base_url}; "
+            f"OPENAI_API_KEY is only sent to {OPENAI_BASE_URL}, "
+            f"not to {display_url(config.effective_base_url)}; "
             "set MEMDECK_API_KEY or api_key in config.toml if this server needs a key"
         )
     elif key is None and file_values.get("api_key") and not file_key_applies:
         withheld = (
-            f"the api_key in the config file belongs to {file_values.get('base_url') or OPENAI_BASE_URL}, "
-            f"not to {config.effective_base_url}"
+            "the api_key in the config file belongs to "
+            f"{display_url(file_values.get('base_url') or OPENAI_BASE_URL)}, "
+            f"not to {display_url(config.effective_base_url)}"
         )
     return replace(config, api_key=key, api_key_source=source, withheld_key=withheld)
 
