@@ -113,7 +113,12 @@ def test_every_argument_of_every_tool_is_validated(
         assert (
             unknown.content["error"] == "validation_error" and "'rm'" in unknown.content["message"]
         )
-    for raw in ('{"query": "x", "maxResults": 1e999}', '{"query": "x", "minScore": NaN}'):
+    for raw in (
+        '{"query": "x", "maxResults": 1e999}',
+        '{"query": "x", "minScore": NaN}',
+        "[" * 100_000 + "]" * 100_000,
+        '["query"]',
+    ):
         result = tools.execute("memory_search", raw)
         assert result.content["error"] == "validation_error", result.content
     assert checked > 100
@@ -138,6 +143,18 @@ def test_overflowing_tool_argument_is_a_tool_error_not_a_traceback(tmp_path: Pat
 
 
 # -- 11. tool-call arguments: linear assembly, bounded size --------------------------------
+
+
+async def test_deeply_nested_tool_arguments_are_a_tool_error(tmp_path: Path) -> None:
+    nested = '{"query": ' + "[" * 20_000 + "]" * 20_000 + "}"
+    with FakeOpenAI(FakeOpenAI.tool_call("memory_search", nested), "Oops.") as server:
+        engine = make_engine(tmp_path, make_config(tmp_path, server))
+        session = engine.sessions.create().id
+        events = await turn(engine, session, "search")
+        finished = next(e for e in events if isinstance(e, ToolCallFinished))
+        assert finished.result["error"] == "validation_error"
+        assert isinstance(events[-1], TurnDone) and events[-1].text == "Oops."
+        engine.close()
 
 
 async def test_oversized_tool_arguments_are_capped_and_refused(tmp_path: Path) -> None:

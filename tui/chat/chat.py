@@ -45,7 +45,7 @@ from .events import (
 )
 from .flush import DailyLogFlusher
 from .sessions import SessionError, SessionStore, Transcript, new_id
-from .tools import MemoryTools, ToolResult
+from .tools import MemoryTools, ToolArgumentError, ToolResult, parse_arguments
 from .triggers import TriggerManager, WorkspaceState, local_now
 
 SYSTEM_PROMPT = """You are memdeck, a helpful assistant in the user's terminal. You remember \
@@ -424,10 +424,9 @@ class ChatEngine:
         silent: bool,
     ) -> AsyncIterator[ChatEvent]:
         try:
-            parsed = json.loads(call.arguments or "{}")
-        except ValueError:
-            parsed = None
-        arguments = parsed if isinstance(parsed, dict) else {}
+            arguments = parse_arguments(call.arguments)
+        except ToolArgumentError:
+            arguments = {}  # the tool reports why when it runs
         yield ToolCallStarted(call.id, call.name, arguments, call.arguments, silent)
         await asyncio.to_thread(
             self.sessions.append,

@@ -259,6 +259,27 @@ def negates(new: str, old: str) -> bool:
     return core_a == core_b and (core_a != a[1]) != (core_b != b[1])
 
 
+def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments as a dict: the JSON object the model sent (empty text is ``{}``).
+
+    Raises :class:`ToolArgumentError` for anything else (invalid or too deeply nested JSON,
+    not an object).
+    """
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    try:
+        arguments = json.loads(raw or "{}")
+    except ValueError as exc:
+        raise ToolArgumentError(
+            f"arguments are not valid JSON ({getattr(exc, 'msg', exc)})"
+        ) from None
+    except RecursionError:
+        raise ToolArgumentError("arguments are nested too deeply") from None
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError("arguments must be a JSON object")
+    return arguments
+
+
 def _brief(entry: MemoryEntry) -> dict[str, Any]:
     return {"id": entry.entry_id, "text": _snippet(entry.text, 300)}
 
@@ -290,21 +311,8 @@ class MemoryTools:
         handler, spec = self._handlers.get(name), _SPECS.get(name)
         if handler is None or spec is None:
             return ToolResult.error("unknown_tool", f"there is no tool named {name[:80]!r}")
-        if isinstance(raw_arguments, dict):
-            arguments: Any = raw_arguments
-        else:
-            try:
-                arguments = json.loads(raw_arguments or "{}")
-            except ValueError as exc:
-                message = getattr(exc, "msg", str(exc))
-                return ToolResult.error(
-                    "validation_error", f"arguments are not valid JSON ({message})"
-                )
-            except RecursionError:
-                return ToolResult.error("validation_error", "arguments are nested too deeply")
-        if not isinstance(arguments, dict):
-            return ToolResult.error("validation_error", "arguments must be a JSON object")
         try:
+            arguments = parse_arguments(raw_arguments)
             return handler(spec.validate(arguments))
         except ToolArgumentError as exc:
             return ToolResult.error("validation_error", str(exc))
