@@ -84,7 +84,11 @@ def test_sessions_rename_and_delete(tmp_path: Path) -> None:
     assert (
         session in listed.stdout and "Garden" in listed.stdout and "1 not logged" in listed.stdout
     )
-    deleted = run_memdeck(["--workspace", workspace, "sessions", "--delete", session], env)
+    delete = ["--workspace", workspace, "sessions", "--delete", session]
+    refused = run_memdeck(delete, env)  # its message could not be logged: kept
+    assert refused.returncode == 2 and "not deleted: 1 message" in refused.stderr
+    assert store.ids() == [session]
+    deleted = run_memdeck([*delete, "--force"], env)
     assert deleted.returncode == 0
     assert "skipped: no LLM configured" in deleted.stderr and ".trash" in deleted.stdout
     assert store.ids() == [] and len(store.trashed()) == 1

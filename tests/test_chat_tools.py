@@ -72,32 +72,44 @@ def test_split_statement_heuristic() -> None:
     assert split_statement("Likes hiking and chess") is None
 
 
-def test_newer_fact_supersedes_same_subject(tools: MemoryTools, memory: MemoryEngine) -> None:
+def test_newer_fact_supersedes_what_the_model_names(
+    tools: MemoryTools, memory: MemoryEngine
+) -> None:
     tools.execute("save_memory", {"content": "Works on project Atlas"})
     first = tools.execute("save_memory", {"content": "My dog is Max"})
-    second = tools.execute("save_memory", {"content": "The user's dog is Luna"})
-    assert second.ok and second.content["superseded"] == ["My dog is Max"]
+    max_id = first.content["id"]
+    second = tools.execute(
+        "save_memory", {"content": "The user's dog is Luna", "supersedes": max_id}
+    )
+    assert second.ok and second.content["superseded"] == [{"id": max_id, "text": "My dog is Max"}]
     text = memory.workspace.memory_file.read_text()
     assert "Max" not in text and "Luna" in text and "Atlas" in text
     record = [h for h in history(memory) if h["event"] == "superseded"]
     assert record and record[0]["text"] == "My dog is Max"
-    assert record[0]["entry_id"] == first.content["id"]
+    assert record[0]["entry_id"] == max_id
     assert record[0]["replaced_by"] == second.content["id"]
     assert not any("Max" in t for t in found(memory, "dog Max"))
     assert any("Luna" in t for t in found(memory, "dog"))
 
 
-def test_explicit_supersedes_by_words(tools: MemoryTools, memory: MemoryEngine) -> None:
+def test_explicit_supersedes_by_text_not_by_words(tools: MemoryTools, memory: MemoryEngine) -> None:
     tools.execute("save_memory", {"content": "Uses a ThinkPad X1 for work"})
     tools.execute("save_memory", {"content": "Drinks green tea"})
-    result = tools.execute(
+    words = tools.execute(
         "save_memory", {"content": "Switched to a MacBook for work", "supersedes": "ThinkPad"}
     )
-    assert result.content["superseded"] == ["Uses a ThinkPad X1 for work"]
+    assert "superseded" not in words.content and "nothing was superseded" in words.content["note"]
+    assert [c["text"] for c in words.content["candidates"]] == ["Uses a ThinkPad X1 for work"]
+    result = tools.execute(
+        "save_memory",
+        {"content": "Switched to a MacBook for work", "supersedes": "Uses a ThinkPad X1 for work"},
+    )
+    assert result.content["saved"] is False  # already saved; the named entry is still retired
+    assert [e["text"] for e in result.content["superseded"]] == ["Uses a ThinkPad X1 for work"]
     text = memory.workspace.memory_file.read_text()
-    assert "ThinkPad" not in text and "green tea" in text
+    assert "ThinkPad" not in text and "green tea" in text and text.count("MacBook") == 1
     missing = tools.execute("save_memory", {"content": "Lives in Lyon", "supersedes": "Paris"})
-    assert missing.ok and "nothing matching" in missing.content["note"]
+    assert missing.ok and "nothing was superseded" in missing.content["note"]
 
 
 def test_memory_search_snippets(tools: MemoryTools, memory: MemoryEngine) -> None:
@@ -110,7 +122,7 @@ def test_memory_search_snippets(tools: MemoryTools, memory: MemoryEngine) -> Non
     result = tools.execute("memory_search", {"query": "kubernetes migration", "maxResults": 3})
     assert result.ok and result.content["results"]
     for hit in result.content["results"]:
-        assert set(hit) == {"path", "startLine", "endLine", "score", "snippet"}
+        assert set(hit) == {"path", "startLine", "endLine", "score", "snippet", "ids"}
         assert len(hit["snippet"]) <= 700
         assert hit["path"] == "memory/2026-11-20.md" and hit["startLine"] >= 1
     empty = tools.execute("memory_search", {"query": "zebra", "minScore": 0.9})

@@ -125,10 +125,16 @@ def test_delete_flushes_first_then_moves_to_trash(engine: ChatEngine, heard: lis
 
 
 def test_delete_without_llm_keeps_the_transcript(tmp_path: Path) -> None:
+    from tui.chat.sessions import UnloggedMessagesError
+
     engine = make_engine(tmp_path, make_config(tmp_path))
     session = session_with_messages(engine, 2)
-    trash, event = engine.triggers.delete_session(session)
-    assert event.outcome.status == "skipped" and "no LLM" in event.outcome.detail
+    with pytest.raises(UnloggedMessagesError, match="2 messages") as refused:
+        engine.triggers.delete_session(session)
+    assert refused.value.outcome.status == "skipped" and "no LLM" in refused.value.outcome.detail
+    assert engine.sessions.exists(session)
+    trash, event = engine.triggers.delete_session(session, force=True)
+    assert event.outcome.status == "skipped"
     assert trash.exists() and "message 2" in trash.read_text()
     engine.close()
 

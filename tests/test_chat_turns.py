@@ -308,8 +308,9 @@ def test_tool_call_fragments_from_less_strict_servers() -> None:
         Fragment(index=None, id="a", function=Fragment(name="save_memory", arguments='tent": 1}')),
         Fragment(index=None, id="b", function=Fragment(name="memory_search", arguments="{}")),
     ):
-        _add_fragment(calls, fragment)
-    assert calls == {
-        0: {"id": "a", "name": "save_memory", "arguments": '{"content": 1}'},
-        1: {"id": "b", "name": "memory_search", "arguments": "{}"},
-    }
+        _add_fragment(calls, fragment, 1000)
+    assembled = [call.assembled(f"call_{i}") for i, call in sorted(calls.items())]
+    assert [(c.id, c.name, c.arguments, c.oversized) for c in assembled] == [
+        ("a", "save_memory", '{"content": 1}', False),
+        ("b", "memory_search", "{}", False),
+    ]

@@ -45,7 +45,7 @@ from .events import (
 )
 from .flush import DailyLogFlusher
 from .sessions import SessionError, SessionStore, Transcript, new_id
-from .tools import MemoryTools, ToolResult
+from .tools import MemoryTools, ToolArgumentError, ToolResult, parse_arguments
 from .triggers import TriggerManager, WorkspaceState, local_now
 
 SYSTEM_PROMPT = """You are memdeck, a helpful assistant in the user's terminal. You remember \
@@ -58,8 +58,9 @@ How to use what you remember:
 friend who remembers would: ask "How's Max?" rather than saying "according to my memory, \
 your dog is Max". Do not mention memory files, injections or tools unless the user asks.
 - When the user asks you to remember something, or shares a lasting fact, preference or \
-decision, call save_memory with one short self-contained statement. If it changes something \
-you knew, pass the old memory in `supersedes`.
+decision, call save_memory with one short self-contained statement. Saving keeps what you \
+knew: only if the new fact makes an old memory wrong, pass that memory's id (memory_search and \
+save_memory results show ids) or its exact text in `supersedes`.
 - When the user asks you to forget something, call forget_memory.
 - If the memories below are not enough, use memory_search, then memory_get to read around a hit.
 """
@@ -78,6 +79,10 @@ conversation below that keeps everything needed to continue it: the user's goals
 facts, open questions and any commitments. Use short bullet points. Do not add anything that \
 was not said."""
 
+#: Ends an answer cut at ``max_answer_chars`` (shown, stored, and sent back to the model).
+TRUNCATED_NOTICE = (
+    "\n\n[memdeck: answer truncated at {limit:,} characters (max_answer_chars in config.toml)]"
+)
 #: Model requests the silent memory-flush turn may make.
 SILENT_TURN_ROUNDS = 3
 #: Per-message overhead in the token estimate (role, separators).
@@ -211,11 +216,12 @@ class ChatEngine:
                 started = True
             if not message.is_conversation:
                 continue
+            content = self.bounded(message.content)
             if message.role == "user":
-                messages.append({"role": "user", "content": message.content})
+                messages.append({"role": "user", "content": content})
                 continue
             own_calls = calls.get(message.id, [])
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            entry: dict[str, Any] = {"role": "assistant", "content": content or None}
             if own_calls:
                 entry["tool_calls"] = [
                     {
@@ -242,6 +248,14 @@ class ChatEngine:
                     }
                 )
         return messages
+
+    def bounded(self, text: str) -> str:
+        """``text`` cut to ``max_answer_chars`` with the truncation notice: what a request may
+        carry of one message, whatever an older transcript holds."""
+        limit = self.config.max_answer_chars
+        if len(text) <= limit:
+            return text
+        return text[:limit] + TRUNCATED_NOTICE.format(limit=limit)
 
     def estimate_tokens(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
@@ -356,14 +370,21 @@ class ChatEngine:
                 yield TurnError(exc.kind, exc.message, exc.retry_after)
                 return
             assert end is not None
-            extra = {"silent": True} if silent else {}
+            extra: dict[str, Any] = {"silent": True} if silent else {}
+            text = end.text
+            if end.truncated:
+                notice = TRUNCATED_NOTICE.format(limit=self.config.max_answer_chars)
+                text += notice
+                extra["truncated"] = True
+                if not silent:
+                    yield TextDelta(notice)
             message_id = await asyncio.to_thread(
-                self.sessions.append_message, session_id, "assistant", end.text, **extra
+                self.sessions.append_message, session_id, "assistant", text, **extra
             )
             if not end.tool_calls:
                 if not silent:
                     self.triggers.note_activity(session_id)
-                yield TurnDone(session_id, message_id, end.text, end.finish_reason)
+                yield TurnDone(session_id, message_id, text, end.finish_reason, end.truncated)
                 return
             messages.append(
                 {
@@ -403,10 +424,9 @@ class ChatEngine:
         silent: bool,
     ) -> AsyncIterator[ChatEvent]:
         try:
-            parsed = json.loads(call.arguments or "{}")
-        except ValueError:
-            parsed = None
-        arguments = parsed if isinstance(parsed, dict) else {}
+            arguments = parse_arguments(call.arguments)
+        except ToolArgumentError:
+            arguments = {}  # the tool reports why when it runs
         yield ToolCallStarted(call.id, call.name, arguments, call.arguments, silent)
         await asyncio.to_thread(
             self.sessions.append,
@@ -417,11 +437,19 @@ class ChatEngine:
                 "message_id": message_id,
                 "tool": call.name,
                 "arguments": call.arguments,
+                "arguments_chars": call.arguments_chars,
                 "input": arguments,
             },
         )
         if call.name not in offered:
             result = ToolResult.error("unknown_tool", f"there is no tool named {call.name!r}")
+        elif call.oversized:
+            limit = self.config.max_tool_argument_chars
+            result = ToolResult.error(
+                "too_large",
+                f"the arguments of {call.name} were {call.arguments_chars:,} characters; at most "
+                f"{limit:,} are accepted (max_tool_argument_chars): send a shorter call",
+            )
         else:
             result = await asyncio.to_thread(self.tools.execute, call.name, call.arguments)
         await asyncio.to_thread(
@@ -489,7 +517,7 @@ class ChatEngine:
             return
         previous = compaction.get("summary") if compaction else None
         conversation = "\n\n".join(
-            f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}"
+            f"{'User' if m.role == 'user' else 'Assistant'}: {self.bounded(m.content)}"
             for m in older
             if m.is_loggable
         )

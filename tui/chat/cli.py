@@ -11,7 +11,7 @@ from typing import Any
 
 from ..cli import CliError, command
 from .chat import ChatEngine
-from .config import ConfigError, load_config
+from .config import ConfigError, check_setting, load_config
 from .consolidate import ConsolidationError, Proposal
 from .events import (
     Compacted,
@@ -24,7 +24,7 @@ from .events import (
     TurnDone,
     TurnError,
 )
-from .sessions import SessionError
+from .sessions import SessionError, UnloggedMessagesError
 
 
 def _add_llm_flags(parser: argparse.ArgumentParser) -> None:
@@ -196,7 +196,17 @@ def _run_flush(args: argparse.Namespace) -> int:
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
     parser.add_argument("--rename", nargs=2, metavar=("ID", "TITLE"), help="give a session a title")
-    parser.add_argument("--delete", metavar="ID", help="flush a session, then move it to the trash")
+    parser.add_argument(
+        "--delete",
+        metavar="ID",
+        help="flush a session, then move it to the trash (refused if its messages cannot be logged)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --delete: move it to the trash even if its messages are not logged",
+    )
+    parser.add_argument("--restore", metavar="ID", help="bring a deleted session back")
     _add_llm_flags(parser)
 
 
@@ -208,13 +218,13 @@ def _run_sessions(args: argparse.Namespace) -> int:
                 info = engine.sessions.rename(*args.rename)
                 print(f"{info.id}: {info.title}")
                 return 0
-            if args.delete:
-                if not engine.sessions.exists(args.delete):
-                    raise CliError(f"no session {args.delete!r}")
-                trash, event = engine.triggers.delete_session(args.delete)
-                _print_trigger(event)
-                print(f"moved to {trash}")
+            if args.restore:
+                info = engine.sessions.restore(args.restore)
+                pending = f" ({info.unlogged_count} not logged)" if info.unlogged_count else ""
+                print(f"{info.id}: restored{pending}")
                 return 0
+            if args.delete:
+                return _delete_session(engine, args.delete, force=args.force)
         except SessionError as exc:
             raise CliError(str(exc)) from exc
         infos = engine.sessions.list()
@@ -233,6 +243,29 @@ def _run_sessions(args: argparse.Namespace) -> int:
         return 0
     finally:
         engine.close()
+
+
+def _delete_session(engine: ChatEngine, session_id: str, *, force: bool) -> int:
+    if not engine.sessions.exists(session_id):
+        raise CliError(f"no session {session_id!r}")
+    restore = f"`memdeck sessions --restore {session_id}`"
+    try:
+        trash, event = engine.triggers.delete_session(session_id, force=force)
+    except UnloggedMessagesError as exc:
+        raise CliError(
+            f"{exc}; retry when the LLM is reachable, or add --force to move it to the trash "
+            f"anyway (recoverable with {restore})"
+        ) from exc
+    _print_trigger(event)
+    unlogged = engine.sessions.load_trashed(trash).unlogged_count
+    if unlogged:
+        print(
+            f"memdeck: warning: {unlogged} message{'s' if unlogged != 1 else ''} not logged "
+            f"stay in the trashed transcript; {restore} brings the session back",
+            file=sys.stderr,
+        )
+    print(f"moved to {trash}")
+    return 0
 
 
 # -- consolidate --
@@ -274,8 +307,11 @@ def _print_proposal(proposal: Proposal) -> None:
 
 
 def _run_consolidate(args: argparse.Namespace) -> int:
-    if args.days is not None and args.days < 1:
-        raise CliError("--days must be at least 1")
+    if args.days is not None:
+        try:  # the same range as the setting it overrides
+            check_setting("consolidate_max_days", args.days, "--days")
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
     engine = _open(args, create=False)
     try:
         consolidator = engine.consolidator

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .config import NO_KEY_PLACEHOLDER, Config
+from .config import NO_KEY_PLACEHOLDER, Config, display_url
 from .events import ErrorKind
 
 if TYPE_CHECKING:  # the SDK takes over a second to import: only when a request is made
@@ -28,11 +28,12 @@ _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,})")
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with API keys removed: the given secrets and anything shaped like ``sk-...``."""
+    """``text`` with API keys removed: the given secrets, anything shaped like ``sk-...`` and
+    the credentials and query strings of URLs."""
     for secret in secrets:
         if secret and len(secret) >= 4 and secret != NO_KEY_PLACEHOLDER:
             text = text.replace(secret, "[redacted]")
-    return _KEY_PATTERN.sub("sk-[redacted]", text)
+    return display_url(_KEY_PATTERN.sub("sk-[redacted]", text))
 
 
 class LLMError(Exception):
@@ -46,13 +47,24 @@ class LLMError(Exception):
         self.retry_after = retry_after
 
 
+#: Characters of a tool name kept (a name is an identifier; anything longer is noise).
+MAX_TOOL_NAME_CHARS = 256
+
+
 @dataclass(frozen=True)
 class AssembledToolCall:
-    """A tool call put together from streamed fragments."""
+    """A tool call put together from streamed fragments.
+
+    ``arguments_chars`` counts every character the server sent; when it exceeds the client's
+    ``max_tool_argument_chars`` the call is ``oversized`` and ``arguments`` is ``"{}"`` (the
+    fragments past the cap were never kept).
+    """
 
     id: str
     name: str
     arguments: str
+    arguments_chars: int = 0
+    oversized: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,11 +85,16 @@ class StreamUsage:
 
 @dataclass(frozen=True)
 class StreamEnd:
-    """The answer is complete: its full text, its tool calls and why it stopped."""
+    """The answer is complete: its full text, its tool calls and why it stopped.
+
+    ``truncated``: the text reached ``max_answer_chars``; the rest of the stream was not read
+    (and tool calls of a cut answer are dropped).
+    """
 
     text: str
     tool_calls: tuple[AssembledToolCall, ...]
     finish_reason: str | None
+    truncated: bool = False
 
 
 StreamPiece = StreamText | StreamUsage | StreamEnd
@@ -194,32 +211,48 @@ class LLMClient:
             request["stream_options"] = {"include_usage": True}
         started = False
         text_parts: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
+        text_room = self.config.max_answer_chars
+        truncated = False
+        calls: dict[int, _CallBuffer] = {}
         finish_reason: str | None = None
         try:
             stream = await self.async_client().chat.completions.create(**request)
-            async for chunk in stream:
-                started = True
-                usage = getattr(chunk, "usage", None)
-                if usage is not None:
-                    yield StreamUsage(
-                        usage.prompt_tokens or 0,
-                        usage.completion_tokens or 0,
-                        usage.total_tokens or 0,
-                    )
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        text_parts.append(delta.content)
-                        yield StreamText(delta.content)
-                    for fragment in (delta.tool_calls or []) if delta is not None else []:
-                        _add_fragment(calls, fragment)
-                    if choice.finish_reason:
-                        finish_reason = choice.finish_reason
+            try:
+                async for chunk in stream:
+                    started = True
+                    usage = getattr(chunk, "usage", None)
+                    if usage is not None:
+                        yield StreamUsage(
+                            usage.prompt_tokens or 0,
+                            usage.completion_tokens or 0,
+                            usage.total_tokens or 0,
+                        )
+                    for choice in chunk.choices or []:
+                        delta = choice.delta
+                        if delta is not None and delta.content:
+                            piece = delta.content[:text_room]
+                            text_room -= len(piece)
+                            truncated = len(piece) < len(delta.content)
+                            if piece:
+                                text_parts.append(piece)
+                                yield StreamText(piece)
+                            if truncated:
+                                break
+                        for fragment in (delta.tool_calls or []) if delta is not None else []:
+                            _add_fragment(calls, fragment, self.config.max_tool_argument_chars)
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
+                    if truncated:
+                        break  # stop reading: the rest of a too long answer is not wanted
+            finally:
+                await stream.close()
         except LLMError:
             raise
         except Exception as exc:  # every failure becomes one clear error event
             raise self.classify(exc, mid_stream=started) from exc
+        if truncated:
+            yield StreamEnd("".join(text_parts), (), "length", truncated=True)
+            return
         if finish_reason is None:
             raise LLMError(
                 "malformed",
@@ -228,10 +261,7 @@ class LLMClient:
             )
         yield StreamEnd(
             "".join(text_parts),
-            tuple(
-                AssembledToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"])
-                for i, c in sorted(calls.items())
-            ),
+            tuple(call.assembled(f"call_{i}") for i, call in sorted(calls.items())),
             finish_reason,
         )
 
@@ -259,9 +289,15 @@ class LLMClient:
 
     def classify(self, exc: BaseException, *, mid_stream: bool = False) -> LLMError:
         """Turn any exception from a request into an :class:`LLMError` a user can act on."""
+        error = self._classify(exc, mid_stream)
+        error.message = self.redact(error.message)  # no key, whatever the server or URL held
+        error.args = (error.message,)
+        return error
+
+    def _classify(self, exc: BaseException, mid_stream: bool) -> LLMError:
         import openai
 
-        url = self.config.effective_base_url
+        url = display_url(self.config.effective_base_url)
         detail = self.redact(_server_message(exc))
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(
@@ -297,8 +333,41 @@ class LLMClient:
         return LLMError("internal", f"{type(exc).__name__}: {detail}")
 
 
-def _add_fragment(calls: dict[int, dict[str, str]], fragment: Any) -> None:
-    """Merge one streamed tool-call fragment.
+class _CallBuffer:
+    """One tool call being streamed: its argument fragments in a list (joined once, so the
+    assembly is linear in the size), kept only up to the cap (so memory stays bounded)."""
+
+    __slots__ = ("id", "name", "parts", "kept", "received")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.parts: list[str] = []
+        self.kept = 0
+        self.received = 0
+
+    def add_arguments(self, text: str, limit: int) -> None:
+        self.received += len(text)
+        if self.received <= limit:
+            self.parts.append(text)
+            self.kept = self.received
+        elif self.parts:
+            self.parts.clear()  # past the cap: what was kept is useless, let it go
+
+    def assembled(self, fallback_id: str) -> AssembledToolCall:
+        oversized = self.received > self.kept
+        return AssembledToolCall(
+            self.id or fallback_id,
+            self.name,
+            "{}" if oversized else "".join(self.parts),
+            self.received,
+            oversized,
+        )
+
+
+def _add_fragment(calls: dict[int, _CallBuffer], fragment: Any, limit: int) -> None:
+    """Merge one streamed tool-call fragment (arguments beyond ``limit`` characters are counted,
+    not kept).
 
     OpenAI sends the id and name once and the arguments in pieces, keyed by ``index``. Some
     compatible servers omit ``index`` or repeat the id and name in every fragment: a new id
@@ -307,16 +376,19 @@ def _add_fragment(calls: dict[int, dict[str, str]], fragment: Any) -> None:
     index = fragment.index
     if index is None:
         last = max(calls) if calls else -1
-        starts_new = last < 0 or (fragment.id and fragment.id != calls[last]["id"])
+        starts_new = last < 0 or (fragment.id and fragment.id != calls[last].id)
         index = last + 1 if starts_new else last
-    call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-    if fragment.id and not call["id"]:
-        call["id"] = fragment.id
+    call = calls.get(index)
+    if call is None:
+        call = calls[index] = _CallBuffer()
+    if fragment.id and not call.id:
+        call.id = str(fragment.id)[:MAX_TOOL_NAME_CHARS]
     function = fragment.function
     if function is not None:
-        if function.name and function.name != call["name"]:
-            call["name"] += function.name
-        call["arguments"] += function.arguments or ""
+        if function.name and function.name != call.name:
+            call.name = (call.name + function.name)[:MAX_TOOL_NAME_CHARS]
+        if function.arguments:
+            call.add_arguments(function.arguments, limit)
 
 
 def _server_message(exc: BaseException) -> str:

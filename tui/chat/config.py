@@ -36,6 +36,7 @@ only when the user configured one for it: ``api_key`` in the same file as its ``
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -78,8 +79,23 @@ class ConfigError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-def _field(section: str, default: Any, doc: str, **kwargs: Any) -> Any:
-    return field(default=default, metadata={"section": section, "doc": doc}, **kwargs)
+def _field(
+    section: str,
+    default: Any,
+    doc: str,
+    *,
+    range: tuple[float, float] | None = None,
+    secret: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """A setting: its TOML table, its doc, the ``range`` every number must lie in, and whether
+    it is ``secret`` (its value never appears in an error message)."""
+    metadata: dict[str, Any] = {"section": section, "doc": doc}
+    if range is not None:
+        metadata["range"] = range
+    if secret:
+        metadata["secret"] = True
+    return field(default=default, metadata=metadata, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,7 @@ class Config:
         "llm",
         None,
         "The key sent to base_url. Resolved by load_config (see the module docstring); never logged.",
+        secret=True,
         repr=False,
     )
     model: str | None = _field(
@@ -104,25 +121,54 @@ class Config:
     summary_model: str | None = _field(
         "llm", None, "Model for flush and compaction summaries (default: model)."
     )
-    context_window: int = _field("llm", 32768, "The chat model's context window in tokens.")
+    context_window: int = _field(
+        "llm", 32768, "The chat model's context window in tokens.", range=(256, 100_000_000)
+    )
     compaction_reserve: int = _field(
         "llm",
         4096,
         "Compaction starts when a session's estimated tokens reach context_window minus this.",
+        range=(0, 100_000_000),
     )
     compaction_keep_messages: int = _field(
-        "llm", 6, "Recent messages kept verbatim after a compaction."
+        "llm",
+        6,
+        "Recent messages kept verbatim after a compaction.",
+        range=(1, 10_000),
     )
     request_timeout: float = _field(
-        "llm", 60.0, "Seconds without an answer before a request fails."
+        "llm",
+        60.0,
+        "Seconds without an answer before a request fails.",
+        range=(0.1, 3600),
     )
     max_retries: int = _field(
-        "llm", 2, "Retries of connection errors, 429 and 5xx (with backoff) before a turn fails."
+        "llm",
+        2,
+        "Retries of connection errors, 429 and 5xx (with backoff) before a turn fails.",
+        range=(0, 20),
     )
     max_tool_rounds: int = _field(
-        "llm", 8, "Model requests per turn before a tool-calling loop is stopped."
+        "llm",
+        8,
+        "Model requests per turn before a tool-calling loop is stopped.",
+        range=(1, 100),
     )
-    temperature: float | None = _field("llm", None, "Sampling temperature (server default).")
+    max_tool_argument_chars: int = _field(
+        "llm",
+        65_536,
+        "Longest arguments of one tool call; longer ones are refused (a tool error the model sees).",
+        range=(1_024, 16_777_216),
+    )
+    max_answer_chars: int = _field(
+        "llm",
+        200_000,
+        "Longest answer stored and sent back; the rest is cut with a visible notice.",
+        range=(1_000, 10_000_000),
+    )
+    temperature: float | None = _field(
+        "llm", None, "Sampling temperature (server default).", range=(0, 2)
+    )
     stream_usage: bool = _field(
         "llm", True, "Ask the server for token usage at the end of a stream."
     )
@@ -131,49 +177,81 @@ class Config:
         "memory", None, "Memory workspace folder (default: the platform data dir)."
     )
     injection_budget: int = _field(
-        "memory", 2000, "Tokens of memory injected into the system prompt per turn."
+        "memory",
+        2000,
+        "Tokens of memory injected into the system prompt per turn.",
+        range=(0, 1_000_000),
     )
     memory_share: float = _field(
-        "memory", 0.6, "Largest share of the budget MEMORY.md takes when search results compete."
+        "memory",
+        0.6,
+        "Largest share of the budget MEMORY.md takes when search results compete.",
+        range=(0, 1),
     )
-    max_results: int = _field("memory", 6, "Search results per query.")
-    min_score: float = _field("memory", 0.35, "Minimum relevance of a search result (0..1).")
+    max_results: int = _field("memory", 6, "Search results per query.", range=(1, 1000))
+    min_score: float = _field(
+        "memory", 0.35, "Minimum relevance of a search result (0..1).", range=(0, 1)
+    )
     candidate_multiplier: int = _field(
-        "memory", 4, "Candidates per method = max_results times this."
+        "memory",
+        4,
+        "Candidates per method = max_results times this.",
+        range=(1, 100),
     )
-    vector_weight: float = _field("memory", 0.7, "Weight of vector similarity in the hybrid score.")
-    text_weight: float = _field("memory", 0.3, "Weight of BM25 text relevance in the hybrid score.")
+    vector_weight: float = _field(
+        "memory", 0.7, "Weight of vector similarity in the hybrid score.", range=(0, 1000)
+    )
+    text_weight: float = _field(
+        "memory", 0.3, "Weight of BM25 text relevance in the hybrid score.", range=(0, 1000)
+    )
     half_life_days: float = _field(
-        "memory", 30.0, "Age at which a daily-log entry's recency factor halves."
+        "memory",
+        30.0,
+        "Age at which a daily-log entry's recency factor halves.",
+        range=(0.01, 36_500),
     )
     decay: bool = _field("memory", True, "Rank recent daily-log entries higher.")
     mmr: bool = _field("memory", False, "Diversify results (maximal marginal relevance).")
-    mmr_lambda: float = _field("memory", 0.7, "MMR trade-off: 1 = relevance only.")
+    mmr_lambda: float = _field("memory", 0.7, "MMR trade-off: 1 = relevance only.", range=(0, 1))
     threshold: float | None = _field(
-        "memory", None, "Threshold mode: every result above this relevance, no fixed cap."
+        "memory",
+        None,
+        "Threshold mode: every result above this relevance, no fixed cap.",
+        range=(0, 1),
     )
     consolidate_max_days: int = _field(
         "memory",
         7,
         "Consolidation reads the daily logs since the last one, at most this many days back.",
+        range=(1, 3650),
     )
     # -- [triggers] --
     idle_minutes: float = _field(
-        "triggers", 5.0, "Flush the active session after this many minutes without a message."
+        "triggers",
+        5.0,
+        "Flush the active session after this many minutes without a message.",
+        range=(0.1, 10_080),
     )
     flush_on_blur: bool = _field(
         "triggers", True, "Flush when the terminal loses focus (the app goes to the background)."
     )
     blur_debounce_seconds: float = _field(
-        "triggers", 3.0, "Focus must stay lost this long before the background flush runs."
+        "triggers",
+        3.0,
+        "Focus must stay lost this long before the background flush runs.",
+        range=(0, 3600),
     )
     tick_seconds: float = _field(
-        "triggers", 15.0, "How often the trigger timer checks idle time and the date."
+        "triggers",
+        15.0,
+        "How often the trigger timer checks idle time and the date.",
+        range=(0.01, 3600),
     )
     consolidate_every_days: int = _field(
         "triggers",
         1,
         "Offer a consolidation of MEMORY.md every this many days (0: only on demand).",
+        range=(0, 3650),
     )
     # -- [ui] --
     theme: str = _field("ui", "memdeck-dark", "Theme name (built-in or from themes/).")
@@ -231,7 +309,10 @@ class Config:
                 f"in {where}"
             )
         if not self.effective_model:
-            return f"no model configured for {self.effective_base_url}: set MEMDECK_MODEL or model in {where}"
+            return (
+                f"no model configured for {display_url(self.effective_base_url)}: "
+                f"set MEMDECK_MODEL or model in {where}"
+            )
         return None
 
     def search_options(self) -> SearchOptions:
@@ -269,6 +350,17 @@ def is_openai_url(url: str | None) -> bool:
         return True
     parts = urlsplit(url.strip())
     return parts.scheme == "https" and (parts.hostname or "").lower() == "api.openai.com"
+
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+_URL_QUERY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)\?[^\s#)]*")
+
+
+def display_url(text: str) -> str:
+    """``text`` with every URL's user:password and query string (where keys hide) removed:
+    what a message may show of a URL."""
+    text = _URL_CREDENTIALS.sub(r"\g<scheme>[redacted]@", text)
+    return _URL_QUERY.sub(r"\g<base>?[redacted]", text)
 
 
 def _normal_url(url: str | None) -> str:
@@ -324,9 +416,47 @@ def _is_exactly(base: Any, value: Any) -> bool:
     return base in (bool, str) and isinstance(value, base)
 
 
-def _coerce(name: str, value: Any) -> Any:
-    """Check ``value`` against the field's type; raise ValueError with the expected type."""
+def _toml_type(value: Any) -> str:
+    """What kind of TOML value ``value`` is (for errors that must not show the value)."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    """``value`` as an error message shows it: short, on one line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def setting_range(name: str) -> tuple[float, float] | None:
+    """The ``(lowest, highest)`` value a numeric setting accepts (None for other settings)."""
+    return _FILE_FIELDS[name].metadata.get("range")
+
+
+def _expected(name: str) -> str:
+    expected = _type_name(_TYPES[name])
+    bounds = setting_range(name)
+    if bounds is not None:
+        low, high = (f"{b:,}" if float(b).is_integer() else f"{b:g}" for b in bounds)
+        expected += f" from {low} to {high}"
+    return expected
+
+
+def check_setting(name: str, value: Any, label: str | None = None) -> Any:
+    """``value`` checked against the setting's type and range (converted: an int for a float
+    setting becomes a float); raises ValueError saying what ``label`` (default: the setting's
+    name) must be. A secret setting's value never appears in the message."""
     tp = _TYPES[name]
+    label = label or name
     origin = typing.get_origin(tp)
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     optional = origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
@@ -334,38 +464,49 @@ def _coerce(name: str, value: Any) -> Any:
     if value is None and optional:
         return None
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    checked: Any = _INVALID
     if typing.get_origin(base) is dict:
         if isinstance(value, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
-            return dict(value)
+            checked = dict(value)
     elif _is_exactly(base, value):
-        return value
+        checked = value
     elif base is float and is_number:
-        return float(value)
-    raise ValueError(f"{name} must be {_type_name(tp)}, not {value!r}")
+        checked = float(value)
+    bounds = setting_range(name)
+    if checked is not _INVALID and bounds is not None:
+        in_range = math.isfinite(checked) and bounds[0] <= checked <= bounds[1]
+        checked = checked if in_range else _INVALID
+    if checked is not _INVALID:
+        return checked
+    expected = _expected(name)
+    if _FILE_FIELDS.get(name) is not None and _FILE_FIELDS[name].metadata.get("secret"):
+        raise ValueError(f"{label} must be {expected}, not {_toml_type(value)}")
+    raise ValueError(f"{label} must be {expected}, not {_shown(value)}")
+
+
+_INVALID = object()
 
 
 def _parse_env_value(name: str, raw: str) -> Any:
+    """The typed value of an environment variable; text that does not parse is returned as is,
+    for :func:`check_setting` to refuse with the usual message."""
     tp = _TYPES[name]
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     base = args[0] if args and typing.get_origin(tp) in (typing.Union, types.UnionType) else tp
-    if base is str:
-        return raw
-    if base is bool:
-        lowered = raw.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"expected true or false, got {raw!r}")
-    if base is int:
-        return int(raw)
-    if base is float:
-        return float(raw)
-    if typing.get_origin(base) is dict:
-        value = json.loads(raw)
-        return value
+    lowered = raw.strip().lower()
+    try:
+        if base is bool and lowered in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return lowered in ("1", "true", "yes", "on")
+        if base is int:
+            return int(raw)
+        if base is float:
+            return float(raw)
+        if typing.get_origin(base) is dict:
+            return json.loads(raw)
+    except ValueError:
+        pass
     return raw
 
 
@@ -412,7 +553,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
                     _key_line(text, section, key),
                 )
             try:
-                values[key] = _coerce(key, value)
+                values[key] = check_setting(key, value)
             except ValueError as exc:
                 bad_key = key
                 if key == "keymap":
@@ -436,7 +577,7 @@ def _env_values(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     parsed: dict[str, tuple[Any, str]] = {}
     for name, (raw, variable) in found.items():
         try:
-            parsed[name] = (_coerce(name, _parse_env_value(name, raw)), variable)
+            parsed[name] = (check_setting(name, _parse_env_value(name, raw)), variable)
         except ValueError as exc:
             raise ConfigError(f"{variable}: {exc}") from exc
     return parsed
@@ -463,7 +604,7 @@ def load_config(
         if name not in _FILE_FIELDS:
             raise ConfigError(f"unknown setting {name!r}")
         try:
-            values[name] = _coerce(name, value)
+            values[name] = check_setting(name, value)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
     values.pop("api_key", None)
@@ -491,13 +632,15 @@ def _resolve_key(
         key, source = env["OPENAI_API_KEY"], "OPENAI_API_KEY"
     if key is None and env.get("OPENAI_API_KEY") and not config.is_openai:
         withheld = (
-            f"OPENAI_API_KEY is only sent to {OPENAI_BASE_URL}, not to {config.effective_base_url}; "
+            f"OPENAI_API_KEY is only sent to {OPENAI_BASE_URL}, "
+            f"not to {display_url(config.effective_base_url)}; "
             "set MEMDECK_API_KEY or api_key in config.toml if this server needs a key"
         )
     elif key is None and file_values.get("api_key") and not file_key_applies:
         withheld = (
-            f"the api_key in the config file belongs to {file_values.get('base_url') or OPENAI_BASE_URL}, "
-            f"not to {config.effective_base_url}"
+            "the api_key in the config file belongs to "
+            f"{display_url(file_values.get('base_url') or OPENAI_BASE_URL)}, "
+            f"not to {display_url(config.effective_base_url)}"
         )
     return replace(config, api_key=key, api_key_source=source, withheld_key=withheld)
 
@@ -576,7 +719,7 @@ def save_config(changes: Mapping[str, Any], path: Path | str | None = None) -> P
                 continue
             if value is not None:
                 try:
-                    value = _coerce(name, value)
+                    value = check_setting(name, value)
                 except ValueError as exc:
                     raise ConfigError(str(exc), file_path) from exc
             rendered = None if value is None else _toml_value(value)

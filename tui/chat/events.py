@@ -153,12 +153,15 @@ class CompactionFailed:
 
 @dataclass(frozen=True)
 class TurnDone:
-    """The assistant's final answer is in the transcript."""
+    """The assistant's final answer is in the transcript. ``truncated``: it reached
+    ``max_answer_chars`` and was cut; ``text`` (and the transcript) end with a notice saying so,
+    which also arrived as the last :class:`TextDelta`."""
 
     session_id: str
     message_id: str
     text: str
     finish_reason: str | None
+    truncated: bool = False
 
 
 ChatEvent = (

@@ -13,8 +13,10 @@ Line types (DESIGN §2, clawhive §6.2)::
 
 A later ``session`` line updates the metadata (a rename); nothing is ever rewritten. Messages
 may carry ``silent: true`` (the pre-compaction memory-flush turn, not shown and not summarised)
-or ``incomplete: true`` (a streamed answer cut short by an error). Deleting a session flushes
-it first, then moves the file to ``sessions/.trash/``.
+or ``incomplete: true`` (a streamed answer cut short by an error) or ``truncated: true`` (an
+answer cut at ``max_answer_chars``). Deleting a session flushes it first, then moves the file to
+``sessions/.trash/``; a session whose messages could not be logged is not deleted (unless
+forced, and then it can be restored from the trash).
 """
 
 from __future__ import annotations
@@ -42,6 +44,23 @@ CONVERSATION_ROLES = ("user", "assistant")
 
 class SessionError(Exception):
     """A session that does not exist or an id that is not valid, worded for the user."""
+
+
+class UnloggedMessagesError(SessionError):
+    """A delete refused because the flush did not log every message (the LLM is down, ...).
+
+    ``outcome`` is what the flush returned; ``count`` the messages still not logged.
+    """
+
+    def __init__(self, session_id: str, count: int, outcome: Any = None) -> None:
+        self.session_id = session_id
+        self.count = count
+        self.outcome = outcome
+        detail = getattr(outcome, "detail", "") or ""
+        super().__init__(
+            f"not deleted: {count} message{'s' if count != 1 else ''} of session {session_id} "
+            f"are not summarised into memory yet{f' ({detail})' if detail else ''}"
+        )
 
 
 def now_iso() -> str:
@@ -144,6 +163,11 @@ class Transcript:
         return self.messages_after(self.last_logged_message_id)
 
     @property
+    def unlogged_count(self) -> int:
+        """Messages a flush still has to log (conversation with text, after the pointer)."""
+        return sum(1 for m in self.unlogged_messages() if m.is_loggable)
+
+    @property
     def model(self) -> str | None:
         """The model of the latest ``model_change`` line."""
         for record in reversed(self.records):
@@ -238,14 +262,13 @@ class SessionStore:
                 updated = record["timestamp"]
                 break
         conversation = [m for m in transcript.messages if m.is_loggable]
-        unlogged = [m for m in transcript.unlogged_messages() if m.is_loggable]
         return SessionInfo(
             id=session_id,
             title=transcript.display_title,
             created=transcript.created,
             updated=updated,
             message_count=len(conversation),
-            unlogged_count=len(unlogged),
+            unlogged_count=transcript.unlogged_count,
             last_logged_message_id=transcript.last_logged_message_id,
             model=transcript.model,
             path=path,
@@ -319,15 +342,26 @@ class SessionStore:
         return self.info(session_id)
 
     def delete(
-        self, session_id: str, flush: Callable[[str], Any] | None = None
+        self,
+        session_id: str,
+        flush: Callable[[str], Any] | None = None,
+        *,
+        force: bool = False,
     ) -> tuple[Path, Any]:
         """Flush the session (``flush(session_id)``), then move it to ``sessions/.trash/``.
 
-        The transcript is never destroyed: it can be brought back with :meth:`restore`.
+        When messages are still not logged after the flush (it was skipped or failed), the
+        session stays where it is and :class:`UnloggedMessagesError` is raised, unless
+        ``force``: then it goes to the trash with its unlogged messages, and :meth:`restore`
+        brings it back to be flushed later. The transcript is never destroyed.
         Returns the trash path and whatever ``flush`` returned (the flush outcome).
         """
         path = self._require(session_id)
         outcome = flush(session_id) if flush is not None else None
+        if not force:
+            unlogged = self.load(session_id).unlogged_count
+            if unlogged:
+                raise UnloggedMessagesError(session_id, unlogged, outcome)
         self.trash.mkdir(parents=True, exist_ok=True)
         target = self.trash / path.name
         if target.exists():
@@ -341,11 +375,21 @@ class SessionStore:
         """Transcripts in the trash."""
         return sorted(self.trash.glob("*.jsonl")) if self.trash.is_dir() else []
 
+    def load_trashed(self, path: Path) -> Transcript:
+        """Parse a transcript in the trash (``path`` as :meth:`delete` returned it)."""
+        if path.parent != self.trash:
+            raise SessionError(f"{path} is not in {self.trash}")
+        return _parse(path.name.split(".", 1)[0], path.read_bytes())
+
     def restore(self, session_id: str) -> SessionInfo:
-        """Move a deleted session back from the trash."""
-        source = self.trash / f"{self.path(session_id).name}"
-        if not source.exists():
+        """Move a deleted session back from the trash (its latest copy there)."""
+        name = self.path(session_id).name
+        copies = [
+            p for p in self.trashed() if p.name == name or p.name.startswith(f"{session_id}.")
+        ]
+        if not copies:
             raise SessionError(f"session {session_id!r} is not in the trash")
+        source = max(copies, key=lambda p: p.stat().st_mtime_ns)
         target = self.path(session_id)
         if target.exists():
             raise SessionError(f"session {session_id!r} exists; not overwriting it")

@@ -1,26 +1,30 @@
 """The memory tools the model may call, executed locally: save, search, get, forget.
 
 Each returns a :class:`ToolResult` whose ``content`` is the JSON object the model receives.
-Invalid input never raises: it comes back as ``ok=False`` with an ``error`` the model can read
-(RFC-023: ``validation_error`` for an empty or too long ``save_memory``).
+Invalid input never raises: every argument of every tool is checked against its tool's
+:class:`ToolSpec` (the same JSON schema the model is shown: type, range, length, required and
+unknown parameters; a bool is not an integer, NaN and infinities are refused) and a bad one
+comes back as ``ok=False`` with ``error: validation_error`` and one line naming the parameter.
 
-Contradictions, newer wins (DESIGN §7). ``save_memory`` retires an older MEMORY.md entry when
+Contradictions (DESIGN §7, issue 8): ``save_memory`` retires an older MEMORY.md entry only when
 
-1. the model names it in ``supersedes`` (its id, or words that pick out exactly one entry), or
-2. both are simple statements about the same subject with a different value: each is split
-   at its first ``is / are / was / were / :`` into subject and value, possessives such as
-   "my", "the user's" are dropped from the subject ("My dog is Max" and "The user's dog is
-   Luna" share the subject "dog"). Same subject and same value is a duplicate and is not
-   saved twice.
+1. the model names it in ``supersedes``, by its id (``memory_search`` and ``save_memory``
+   results carry ids) or by its exact text; words that merely match are not enough (the
+   result then lists the candidates with their ids so the model can name one), or
+2. the new memory is the exact negation of it ("The user is vegetarian" / "The user is not
+   vegetarian": same subject, same value, opposite polarity; see :func:`split_statement`).
 
-The retired entry leaves MEMORY.md for ``.memdeck/history.jsonl`` (state ``superseded``).
+Anything less certain keeps both ("My dog is called Max" and "My dog is a golden retriever"
+are both true). A retired entry leaves MEMORY.md for ``.memdeck/history.jsonl`` (state
+``superseded``) and is listed, with its id and text, in the tool result.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -32,19 +36,31 @@ from ..engine.textsearch import contains_all_terms
 from ..engine.workspace import MEMORY_FILE, PathRefusedError
 
 MAX_SAVE_CHARS = 5_000
+MAX_QUERY_CHARS = 2_000
+MAX_PATH_CHARS = 1_000
 MAX_SNIPPET_CHARS = 700
+MAX_SEARCH_RESULTS = 50
 MAX_GET_LINES = 400
 MAX_GET_CHARS = 20_000
+MAX_LINE_NUMBER = 10_000_000
 #: forget_memory refuses to retire more entries than this at once (the query is too broad).
 MAX_FORGET = 5
+#: Candidates listed when ``supersedes`` names no entry exactly.
+MAX_CANDIDATES = 5
 
 _COPULA = re.compile(r"\s+(?:is|are|was|were|is now|are now)\s+|\s*:\s+", re.IGNORECASE)
 _POSSESSIVE = re.compile(
     r"^(?:(?:the\s+)?user'?s?'?\s+|my\s+|our\s+|his\s+|her\s+|their\s+|the\s+|a\s+|an\s+)+",
     re.IGNORECASE,
 )
-
 _NAMED = re.compile(r"^\s*(?:called|named)\s+", re.IGNORECASE)
+_NEGATION = re.compile(r"^(?:not|no longer)\s+", re.IGNORECASE)
+#: Must contain something other than white space (the JSON-schema ``pattern`` of required text).
+NON_BLANK = r"\S"
+
+
+class ToolArgumentError(ValueError):
+    """A tool argument that does not fit its schema; the message names the parameter."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +77,55 @@ class ToolResult:
         return ToolResult(False, {"error": kind, "message": message, **extra})
 
 
+def _text(description: str, max_length: int, *, required: bool = True) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "description": description, "maxLength": max_length}
+    if required:
+        schema["pattern"] = NON_BLANK
+    return schema
+
+
+def _integer(description: str, minimum: int, maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "description": description, "minimum": minimum, "maximum": maximum}
+
+
+def _number(description: str, minimum: float, maximum: float) -> dict[str, Any]:
+    return {"type": "number", "description": description, "minimum": minimum, "maximum": maximum}
+
+
+def _check_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` checked against one parameter's schema (integers normalised to ``int``)."""
+    kind = schema["type"]
+    if kind == "string":
+        if not isinstance(value, str):
+            raise ToolArgumentError(f"Parameter {name!r} must be a string.")
+        if len(value) > schema["maxLength"]:
+            raise ToolArgumentError(
+                f"Parameter {name!r} must be {schema['maxLength']:,} characters or less. "
+                f"Current length: {len(value):,}."
+            )
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            raise ToolArgumentError(f"Parameter {name!r} is required and must be non-empty.")
+        return value
+    low, high = schema["minimum"], schema["maximum"]
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "integer":
+        if is_number and isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+            raise ToolArgumentError(f"Parameter {name!r} must be an integer from {low} to {high}.")
+        return value
+    if not (is_number and math.isfinite(value) and low <= value <= high):
+        raise ToolArgumentError(f"Parameter {name!r} must be a number from {low} to {high}.")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool's name, description and JSON-schema parameters as offered to the model."""
+    """A tool's name, description and JSON-schema parameters as offered to the model.
+
+    The same schema validates every call (:meth:`validate`): each string has a ``maxLength``
+    (and required text a non-blank ``pattern``), each number a ``minimum`` and ``maximum``.
+    """
 
     name: str
     description: str
@@ -81,9 +143,31 @@ class ToolSpec:
                     "type": "object",
                     "properties": self.parameters,
                     "required": list(self.required),
+                    "additionalProperties": False,
                 },
             },
         }
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments checked against the schema; raises :class:`ToolArgumentError`.
+
+        An optional parameter sent as ``null`` counts as not given (many models do that).
+        """
+        unknown = [key for key in arguments if key not in self.parameters]
+        if unknown:
+            known = ", ".join(self.parameters)
+            raise ToolArgumentError(
+                f"Unknown parameter {str(unknown[0])[:40]!r} for {self.name} (it takes: {known})."
+            )
+        checked: dict[str, Any] = {}
+        for name, schema in self.parameters.items():
+            value = arguments.get(name)
+            if value is None:
+                if name in self.required:
+                    raise ToolArgumentError(f"Parameter {name!r} is required.")
+                continue
+            checked[name] = _check_value(name, schema, value)
+        return checked
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
@@ -92,25 +176,32 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "Save something to long-term memory (MEMORY.md) so it is known in future conversations. "
         "Use it when the user asks you to remember something, or states a lasting preference, "
         "fact or decision. Write one short, self-contained statement (e.g. 'The user's dog is "
-        "called Luna'). If it replaces something already remembered, pass the old entry's id "
-        f"or words in 'supersedes'. At most {MAX_SAVE_CHARS:,} characters.",
+        "called Luna'). Saving never removes other memories by itself: if the new memory makes "
+        "an existing one wrong, pass that memory's id (from memory_search or an earlier "
+        "save_memory result) or its exact text in 'supersedes'; otherwise both are kept. "
+        f"At most {MAX_SAVE_CHARS:,} characters. The result lists any memory it retired.",
         {
-            "content": {"type": "string", "description": "The statement to remember."},
-            "supersedes": {
-                "type": "string",
-                "description": "Optional: id or words of an existing memory this replaces.",
-            },
+            "content": _text("The statement to remember.", MAX_SAVE_CHARS),
+            "supersedes": _text(
+                "Optional: the id, or the exact text, of one existing memory this one replaces "
+                "because it is no longer true.",
+                MAX_SAVE_CHARS,
+                required=False,
+            ),
         },
         ("content",),
     ),
     ToolSpec(
         "memory_search",
-        "Search long-term memory and the daily logs. Returns snippets with path, line range "
-        "and score; use memory_get to read more around a hit.",
+        "Search long-term memory and the daily logs. Returns snippets with path, line range, "
+        "score and the ids of the memory entries in them; use memory_get to read more around "
+        "a hit.",
         {
-            "query": {"type": "string", "description": "Keywords or a description."},
-            "maxResults": {"type": "integer", "description": "Most results (default 6)."},
-            "minScore": {"type": "number", "description": "Minimum score 0..1 (default 0.35)."},
+            "query": _text("Keywords or a description.", MAX_QUERY_CHARS),
+            "maxResults": _integer(
+                f"Most results, 1 to {MAX_SEARCH_RESULTS} (default 6).", 1, MAX_SEARCH_RESULTS
+            ),
+            "minScore": _number("Minimum score 0..1 (default 0.35).", 0.0, 1.0),
         },
         ("query",),
     ),
@@ -119,9 +210,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "Read lines of a memory file: MEMORY.md or a file under memory/ (e.g. "
         "memory/2026-11-20.md). No other files can be read.",
         {
-            "path": {"type": "string", "description": "MEMORY.md or memory/<file>.md"},
-            "from": {"type": "integer", "description": "First line, 1-based (default 1)."},
-            "lines": {"type": "integer", "description": f"How many lines (max {MAX_GET_LINES})."},
+            "path": _text("MEMORY.md or memory/<file>.md", MAX_PATH_CHARS),
+            "from": _integer("First line, 1-based (default 1).", 1, MAX_LINE_NUMBER),
+            "lines": _integer(f"How many lines (max {MAX_GET_LINES}).", 1, MAX_GET_LINES),
         },
         ("path",),
     ),
@@ -129,7 +220,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "forget_memory",
         "Forget memories the user no longer wants kept. Pass words that pick out the entry "
         "(or its exact text). The entries stop surfacing; an audit copy is kept.",
-        {"query": {"type": "string", "description": "What to forget."}},
+        {"query": _text("What to forget.", MAX_SAVE_CHARS)},
         ("query",),
     ),
 )
@@ -138,9 +229,11 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
 DAILY_LOG_SPEC = ToolSpec(
     "append_daily_log",
     "Append a note to today's daily log (memory/YYYY-MM-DD.md).",
-    {"content": {"type": "string", "description": "Markdown to append."}},
+    {"content": _text("Markdown to append.", MAX_SAVE_CHARS)},
     ("content",),
 )
+
+_SPECS = {spec.name: spec for spec in (*TOOL_SPECS, DAILY_LOG_SPEC)}
 
 
 def split_statement(text: str) -> tuple[str, str] | None:
@@ -155,6 +248,40 @@ def split_statement(text: str) -> tuple[str, str] | None:
     if not subject or not value or len(subject.split()) > 6:
         return None
     return subject, value
+
+
+def negates(new: str, old: str) -> bool:
+    """True when ``new`` is exactly ``old`` negated, or the reverse ("X is not Y" / "X is Y")."""
+    a, b = split_statement(new), split_statement(old)
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    core_a, core_b = _NEGATION.sub("", a[1]), _NEGATION.sub("", b[1])
+    return core_a == core_b and (core_a != a[1]) != (core_b != b[1])
+
+
+def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments as a dict: the JSON object the model sent (empty text is ``{}``).
+
+    Raises :class:`ToolArgumentError` for anything else (invalid or too deeply nested JSON,
+    not an object).
+    """
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    try:
+        arguments = json.loads(raw or "{}")
+    except ValueError as exc:
+        raise ToolArgumentError(
+            f"arguments are not valid JSON ({getattr(exc, 'msg', exc)})"
+        ) from None
+    except RecursionError:
+        raise ToolArgumentError("arguments are nested too deeply") from None
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError("arguments must be a JSON object")
+    return arguments
+
+
+def _brief(entry: MemoryEntry) -> dict[str, Any]:
+    return {"id": entry.entry_id, "text": _snippet(entry.text, 300)}
 
 
 class MemoryTools:
@@ -177,130 +304,127 @@ class MemoryTools:
         return [spec.to_openai() for spec in specs]
 
     def execute(self, name: str, raw_arguments: str | dict[str, Any]) -> ToolResult:
-        """Run tool ``name`` with its JSON arguments; never raises for bad input."""
-        handler = self._handlers.get(name)
-        if handler is None:
-            return ToolResult.error("unknown_tool", f"there is no tool named {name!r}")
-        if isinstance(raw_arguments, dict):
-            arguments = raw_arguments
-        else:
-            try:
-                arguments = json.loads(raw_arguments or "{}")
-            except ValueError as exc:
-                return ToolResult.error(
-                    "validation_error", f"arguments are not valid JSON ({exc.msg})"
-                )
-        if not isinstance(arguments, dict):
-            return ToolResult.error("validation_error", "arguments must be a JSON object")
+        """Run tool ``name`` with its JSON arguments, validated against its :class:`ToolSpec`.
+
+        Never raises: bad input is a ``validation_error``, any other failure a one-line error.
+        """
+        handler, spec = self._handlers.get(name), _SPECS.get(name)
+        if handler is None or spec is None:
+            return ToolResult.error("unknown_tool", f"there is no tool named {name[:80]!r}")
         try:
-            return handler(arguments)
+            arguments = parse_arguments(raw_arguments)
+            return handler(spec.validate(arguments))
+        except ToolArgumentError as exc:
+            return ToolResult.error("validation_error", str(exc))
         except PathRefusedError as exc:
             return ToolResult.error("path_refused", str(exc))
         except (OSError, ValueError) as exc:
             return ToolResult.error("failed", f"{name} failed: {exc}")
+        except Exception as exc:  # a bug must reach the model and the user as one line
+            return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
 
     # -- save --
 
     def save_memory(self, arguments: dict[str, Any]) -> ToolResult:
-        """Append a high-confidence entry to MEMORY.md (validated), retiring what it supersedes."""
-        content = arguments.get("content")
-        if not isinstance(content, str) or not content.strip():
-            return ToolResult.error(
-                "validation_error", "Parameter 'content' is required and must be non-empty."
-            )
-        content = content.strip()
-        if len(content) > MAX_SAVE_CHARS:
-            return ToolResult.error(
-                "validation_error",
-                f"Parameter 'content' must be {MAX_SAVE_CHARS:,} characters or less. "
-                f"Current length: {len(content):,}.",
-            )
-        supersedes = arguments.get("supersedes")
+        """Append a high-confidence entry to MEMORY.md, retiring only what it supersedes
+        (see the module docstring). ``arguments`` are validated."""
+        content = arguments["content"].strip()
+        supersedes = arguments.get("supersedes", "").strip()
         active = [e for e in self.memory.store.entries() if e.active]
         normalized = normalize_entry_text(content)
         duplicate = next((e for e in active if normalize_entry_text(e.text) == normalized), None)
+        others = [e for e in active if e is not duplicate]
+        retire, why, candidates = self._superseded_by(content, supersedes, others)
+        result: dict[str, Any]
         if duplicate is not None:
-            return ToolResult(
-                True,
-                {"saved": False, "message": "Already remembered.", "id": duplicate.entry_id},
-            )
-        retire, why = self._superseded_by(content, supersedes, active)
-        meta = self.memory.store.add_entry(
-            content, confidence="high", source="assistant", day=self.today()
-        )
+            entry_id = duplicate.entry_id
+            result = {"saved": False, "id": entry_id, "message": "Already remembered."}
+            changed: tuple[str, ...] = ()
+        else:
+            entry_id = self.memory.store.add_entry(
+                content, confidence="high", source="assistant", day=self.today()
+            ).id
+            result = {
+                "saved": True,
+                "id": entry_id,
+                "message": "Saved to long-term memory; it will be known in future conversations.",
+            }
+            changed = (MEMORY_FILE,)
         retired = []
         if retire:
             retired = self.memory.store.retire_entries(
-                retire, state="superseded", reason=why, replaced_by=meta.id
+                retire, state="superseded", reason=why, replaced_by=entry_id
             )
-        self.memory.index.sync_file(MEMORY_FILE, embed=self.memory.model_loaded)
-        result: dict[str, Any] = {
-            "saved": True,
-            "id": meta.id,
-            "message": "Saved to long-term memory; it will be known in future conversations.",
-        }
         if retired:
-            result["superseded"] = [e.text for e in retired]
-        elif isinstance(supersedes, str) and supersedes.strip():
-            result["note"] = f"nothing matching {supersedes!r} was found to supersede"
-        return ToolResult(True, result, (MEMORY_FILE,))
+            result["superseded"] = [_brief(e) for e in retired]
+            result["message"] += (
+                f" Retired {len(retired)} older memor{'y' if len(retired) == 1 else 'ies'} "
+                "(kept in the audit trail)."
+            )
+            changed = (MEMORY_FILE,)
+        elif supersedes:
+            result["note"] = (
+                f"nothing was superseded: {_snippet(supersedes, 80)!r} is not the id or the exact "
+                "text of a memory"
+                + ("; candidates are listed with their ids" if candidates else "")
+            )
+            if candidates:
+                result["candidates"] = [_brief(e) for e in candidates]
+        if changed:
+            self.memory.index.sync_file(MEMORY_FILE, embed=self.memory.model_loaded)
+        return ToolResult(True, result, changed)
 
+    @staticmethod
     def _superseded_by(
-        self, content: str, supersedes: object, active: list[MemoryEntry]
-    ) -> tuple[list[MemoryEntry], str]:
-        if isinstance(supersedes, str) and supersedes.strip():
-            wanted = supersedes.strip()
-            by_id = [e for e in active if e.entry_id == wanted]
+        content: str, supersedes: str, active: list[MemoryEntry]
+    ) -> tuple[list[MemoryEntry], str, list[MemoryEntry]]:
+        """``(entries to retire, why, candidates)``: by id or exact text when ``supersedes`` is
+        given (else the entries containing its words, as candidates only), or the entries the
+        new memory exactly negates."""
+        if supersedes:
+            by_id = [e for e in active if e.entry_id == supersedes]
             if by_id:
-                return by_id, "named by id"
-            exact = [
-                e for e in active if normalize_entry_text(e.text) == normalize_entry_text(wanted)
-            ]
+                return by_id, "named by id", []
+            wanted = normalize_entry_text(supersedes)
+            exact = [e for e in active if normalize_entry_text(e.text) == wanted]
             if exact:
-                return exact, "named by text"
-            matches = [e for e in active if contains_all_terms(e.text, wanted)]
-            if len(matches) == 1:
-                return matches, "named by words"
-        statement = split_statement(content)
-        if statement is None:
-            return [], ""
-        subject, value = statement
-        same_subject = []
-        for entry in active:
-            other = split_statement(entry.text)
-            if other and other[0] == subject and other[1] != value:
-                same_subject.append(entry)
-        return same_subject, f"same subject {subject!r}, newer value"
+                return exact, "named by text", []
+            words = [e for e in active if contains_all_terms(e.text, supersedes)]
+            return [], "", words[:MAX_CANDIDATES]
+        negated = [e for e in active if negates(content, e.text)]
+        return negated, "exact negation", []
 
     # -- search / get --
 
     def memory_search(self, arguments: dict[str, Any]) -> ToolResult:
-        """Hybrid search; snippets of at most 700 characters with path, lines and score."""
-        query = arguments.get("query")
-        if not isinstance(query, str) or not query.strip():
-            return ToolResult.error("validation_error", "Parameter 'query' must be non-empty.")
+        """Hybrid search; snippets of at most 700 characters with path, lines, score and the
+        ids of the memory entries inside each snippet. ``arguments`` are validated."""
         overrides: dict[str, Any] = {}
-        max_results = arguments.get("maxResults")
-        if max_results is not None:
-            if not isinstance(max_results, int | float) or max_results < 1:
-                return ToolResult.error("validation_error", "maxResults must be a positive number")
-            overrides["max_results"] = min(int(max_results), 50)
-        min_score = arguments.get("minScore")
-        if min_score is not None:
-            if not isinstance(min_score, int | float) or not 0 <= min_score <= 1:
-                return ToolResult.error("validation_error", "minScore must be between 0 and 1")
-            overrides["min_score"] = float(min_score)
-        response = self.memory.search(query, now=self.today(), **overrides)
-        results = [
-            {
-                "path": r.path,
-                "startLine": r.start_line,
-                "endLine": r.end_line,
-                "score": round(r.score, 4),
-                "snippet": _snippet(r.text),
-            }
-            for r in response.results
-        ]
+        if "maxResults" in arguments:
+            overrides["max_results"] = arguments["maxResults"]
+        if "minScore" in arguments:
+            overrides["min_score"] = arguments["minScore"]
+        response = self.memory.search(arguments["query"], now=self.today(), **overrides)
+        entries: dict[str, list[MemoryEntry]] = {}
+        results = []
+        for r in response.results:
+            if r.path not in entries:
+                entries[r.path] = self.memory.store.entries(r.path)
+            ids = [
+                e.entry_id
+                for e in entries[r.path]
+                if e.entry_id and e.active and r.start_line <= e.start <= r.end_line
+            ]
+            results.append(
+                {
+                    "path": r.path,
+                    "startLine": r.start_line,
+                    "endLine": r.end_line,
+                    "score": round(r.score, 4),
+                    "snippet": _snippet(r.text),
+                    "ids": ids,
+                }
+            )
         content: dict[str, Any] = {"results": results, "mode": response.mode}
         if not results:
             content["message"] = "No memories matched."
@@ -310,21 +434,15 @@ class MemoryTools:
         """Lines of MEMORY.md or a file under memory/, through the workspace's one path guard.
 
         Metadata comments are hidden and forgotten or superseded lines left out.
+        ``arguments`` are validated.
         """
-        requested = arguments.get("path")
-        if not isinstance(requested, str):
-            return ToolResult.error("validation_error", "Parameter 'path' must be a string.")
+        requested = arguments["path"]
         path = self.memory.workspace.resolve_memory_path(requested)
         rel = self.memory.workspace.relative(path)
         if not path.is_file():
             return ToolResult.error("not_found", f"{rel} does not exist")
         start = arguments.get("from", 1)
         count = arguments.get("lines", MAX_GET_LINES)
-        if not isinstance(start, int) or start < 1:
-            return ToolResult.error("validation_error", "'from' must be a line number >= 1")
-        if not isinstance(count, int) or count < 1:
-            return ToolResult.error("validation_error", "'lines' must be >= 1")
-        count = min(count, MAX_GET_LINES)
         all_lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         window = all_lines[start - 1 : start - 1 + count]
         shown = []
@@ -373,9 +491,7 @@ class MemoryTools:
 
     def forget_memory(self, arguments: dict[str, Any]) -> ToolResult:
         """Soft-delete the entries ``query`` picks out (at most :data:`MAX_FORGET`)."""
-        query = arguments.get("query")
-        if not isinstance(query, str) or not query.strip():
-            return ToolResult.error("validation_error", "Parameter 'query' must be non-empty.")
+        query = arguments["query"]
         found = self.find_entries(query)
         if not found:
             return ToolResult.error(
@@ -406,16 +522,8 @@ class MemoryTools:
     # -- daily log (silent pre-compaction turn only) --
 
     def append_daily_log(self, arguments: dict[str, Any]) -> ToolResult:
-        """Append a note to today's daily log and index it."""
-        content = arguments.get("content")
-        if not isinstance(content, str) or not content.strip():
-            return ToolResult.error("validation_error", "Parameter 'content' must be non-empty.")
-        if len(content) > MAX_SAVE_CHARS:
-            return ToolResult.error(
-                "validation_error",
-                f"Parameter 'content' must be {MAX_SAVE_CHARS:,} characters or less.",
-            )
-        path = self.memory.store.append_daily(content.strip() + "\n", self.today())
+        """Append a note to today's daily log and index it. ``arguments`` are validated."""
+        path = self.memory.store.append_daily(arguments["content"].strip() + "\n", self.today())
         rel = self.memory.workspace.relative(path)
         self.memory.index.sync_file(rel, embed=self.memory.model_loaded)
         return ToolResult(True, {"appended": rel}, (rel,))

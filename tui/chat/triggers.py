@@ -251,16 +251,18 @@ class TriggerManager:
             self.active_session_id = None
         return self.fire("session_end", [session_id] if session_id else [], "session closed")
 
-    def delete_session(self, session_id: str) -> tuple[Path, TriggerEvent]:
+    def delete_session(self, session_id: str, *, force: bool = False) -> tuple[Path, TriggerEvent]:
         """Flush a session, then move its transcript to the trash. Returns the trash path and
-        the flush's event (its outcome says whether everything was logged first)."""
+        the flush's event. When the flush leaves messages unlogged, raises
+        :class:`~tui.chat.sessions.UnloggedMessagesError` and keeps the session, unless
+        ``force`` (see :meth:`~tui.chat.sessions.SessionStore.delete`)."""
         events: list[TriggerEvent] = []
 
         def flush(sid: str) -> FlushOutcome:
             events.extend(self.fire("session_delete", sid, "session deleted"))
             return events[-1].outcome
 
-        trash_path, _ = self.flusher.sessions.delete(session_id, flush=flush)
+        trash_path, _ = self.flusher.sessions.delete(session_id, flush=flush, force=force)
         if self.active_session_id == session_id:
             self.active_session_id = None
         self._touched.discard(session_id)
