@@ -137,9 +137,7 @@ def test_memory_md_symlinked_outside_is_never_read(tmp_path: Path) -> None:
     outside.write_text(f"{SECRET}\n")
     (root / "MEMORY.md").symlink_to(outside)
 
-    with FakeOpenAI(
-        FakeOpenAI.tool_call("save_memory", {"content": "Likes trains"}), "ok"
-    ) as fake:
+    with FakeOpenAI(FakeOpenAI.tool_call("save_memory", {"content": "Likes trains"}), "ok") as fake:
         env = memdeck_env(fake, tmp_path)
         injected = run_memdeck(["--workspace", str(root), "inject", "--bm25", "password"], env)
         asked = run_memdeck(["--workspace", str(root), "ask", "--bm25", "what is it?"], env)
@@ -247,7 +245,10 @@ def _remove(data: bytes, piece: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("query", "removed"),
     [
-        ("Forget this dentist note", b"- Forget this dentist note\r\n  with a continuation line\r\n"),
+        (
+            "Forget this dentist note",
+            b"- Forget this dentist note\r\n  with a continuation line\r\n",
+        ),
         ("alpha", b"- alpha \xe2\x80\xa8 beta gamma\r\n"),
         ("last line without a newline", b"- last line without a newline"),
     ],
@@ -262,9 +263,7 @@ def test_forget_changes_only_its_entry(tmp_path: Path, query: str, removed: byte
         memory.close()
     assert result.ok, result.content
     assert (root / "MEMORY.md").read_bytes() == _remove(ODD_MEMORY, removed)
-    assert any(
-        e["event"] == "forgotten" and query.split()[0] in e["text"] for e in _history(root)
-    )
+    assert any(e["event"] == "forgotten" and query.split()[0] in e["text"] for e in _history(root))
 
 
 def test_save_keeps_every_existing_byte(tmp_path: Path) -> None:
@@ -284,7 +283,9 @@ def test_save_keeps_every_existing_byte(tmp_path: Path) -> None:
 def test_forget_in_a_daily_log_marks_only_its_line(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     log = root / "memory" / "2026-11-01.md"
-    original = b"# 2026-11-01\r\n\r\n- caf\xe9 visit\r\n- met Bob at the zoo\r\n- tail \xe2\x80\xa8 x"
+    original = (
+        b"# 2026-11-01\r\n\r\n- caf\xe9 visit\r\n- met Bob at the zoo\r\n- tail \xe2\x80\xa8 x"
+    )
     log.write_bytes(original)
     store = MemoryStore(Workspace.open(root))
     entry = next(e for e in store.entries("memory/2026-11-01.md") if "Bob" in e.text)
@@ -447,7 +448,7 @@ print(json.dumps(times))
 
 def test_metadata_parsing_is_linear_time() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", _TIMING], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _TIMING], cwd=ROOT, capture_output=True, text=True, timeout=20
     )
     assert done.returncode == 0, done.stderr
     slow = {name: t for name, t in json.loads(done.stdout).items() if t > 1.0}
