@@ -436,6 +436,8 @@ lines = {
     "letters in a comment": "- x <!-- mem " + "a" * n + " -->",
     "many comment openers": "- x " + "<!-- mem " * (n // 9),
     "many closers": "- x <!-- mem " + "-->" * (n // 3) + "y",
+    "quotes in a comment": "- x <!-- mem " + 'k="v ' * (n // 5) + "-->",
+    "pairs in a comment": "- x <!-- mem " + "k=v " * (n // 4) + "-->",
 }
 times = {}
 for name, line in lines.items():
