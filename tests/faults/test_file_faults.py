@@ -404,7 +404,7 @@ def test_hand_edit_during_a_whole_buffer_save_wins(
 
 
 def test_hand_edit_during_consolidation_accept_wins(tmp_path: Path, swap_mode: str) -> None:
-    answer = "# Long-term Memory\n\n- My dog is Max\n- Writes Rust at work\n"
+    answer = MEMORY + "- Writes Rust at work\n"
     with FakeOpenAI(responder=lambda body: FakeOpenAI.text(answer)) as fake:
         chat = make_engine(tmp_path, make_config(tmp_path, fake, summary_model="fake-summary"))
         try:
