@@ -215,11 +215,11 @@ def replace_file(
     ``path``, fsynced. On Linux it is swapped in with ``renameat2(RENAME_EXCHANGE)`` and the
     file swapped out must still be byte-identical to the one the change was computed from. If an
     editor saved in between (a file renamed over it, or a write in place, even through a
-    descriptor opened earlier), the change is re-applied to the editor's version, which is
-    kept on disk until the final state is verified; a change that no longer applies (it
-    raises) puts the editor's version back, then raises. Where renameat2 is unavailable the
-    file is re-checked just before ``os.replace`` and, through a descriptor held on the
-    replaced file, just after. Each conflict is reported to ``on_conflict``. Callers hold
+    descriptor opened earlier), the editor's version is swapped back in place at once (it is
+    never deleted) and the change re-applied to it; a change that no longer applies (it raises)
+    leaves the editor's version in place, then raises. Where renameat2 is unavailable the file
+    is re-checked just before ``os.replace`` and, through a descriptor held on the replaced
+    file, just after. Each conflict is reported to ``on_conflict``. Callers hold
     :func:`lock_for` against other memdeck writers.
     """
     path = Path(path)
@@ -245,8 +245,9 @@ def _replace_by_exchange(
     path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _Rebase
 ) -> bytes:
     """The renameat2 loop of :func:`replace_file`; ``at_path`` is what the disk should hold."""
-    kept: dict[Path, bytes] = {}  # files swapped out, and what they held when read
     for _ in range(REPLACE_ATTEMPTS):
+        if new == at_path:
+            return new
         tmp = _write_temp(path, new, mode)
         _hook("before_swap", path)
         try:
@@ -259,23 +260,31 @@ def _replace_by_exchange(
             new = rebase(at_path)
             continue
         _hook("after_swap", path)
-        if at_path is not None:
-            kept[tmp] = tmp.read_bytes()
-        # A save lands either in the file we swapped out, or (in place, through a descriptor
-        # opened earlier) in one swapped out before: look at all of them once more.
-        changed = [p for p, data in kept.items() if _read_or_none(p) != data]
-        if at_path is None or (kept[tmp] == at_path and not changed):
-            for old in kept:
-                old.unlink()
+        if at_path is None:
             return new
-        newest = changed[-1] if changed else tmp
-        kept[newest] = _read_or_none(newest) or b""
-        at_path = new
-        new = rebase(kept[newest])
-    raise ConcurrentEditError(
-        f"{path} kept changing while memdeck wrote it; the versions it saw are kept in "
-        + ", ".join(str(p) for p in kept)
-    )
+        swapped_out = tmp.read_bytes()  # the old file, also if written in place meanwhile
+        if swapped_out == at_path:
+            tmp.unlink()
+            return new
+        # An editor saved between our check and the swap: its version goes back in place at
+        # once (our stale write was visible for microseconds), then the change is re-applied.
+        at_path = _put_back(path, tmp, swapped_out, new)
+        new = rebase(at_path)
+    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; it was left as is")
+
+
+def _put_back(path: Path, tmp: Path, user: bytes, ours: bytes) -> bytes:
+    """Swap the user's version (at ``tmp``) back over ours (at ``path``); return what ``path``
+    holds then. Ours is deleted only once it is verified to be what came out."""
+    expected = ours
+    for _ in range(REPLACE_ATTEMPTS):
+        _rename2(tmp, path, _RENAME_EXCHANGE)
+        out = tmp.read_bytes()
+        if out == expected:
+            tmp.unlink()
+            return user
+        expected, user = user, out  # saved over ours meanwhile: that version is the newest
+    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; see also {tmp}")
 
 
 def _replace_by_recheck(
