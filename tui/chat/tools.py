@@ -26,6 +26,7 @@ from datetime import date
 from typing import Any
 
 from ..engine.engine import MemoryEngine
+from ..engine.fileio import ConcurrentEditError
 from ..engine.metadata import split_meta
 from ..engine.store import MemoryEntry, normalize_entry_text
 from ..engine.textsearch import contains_all_terms
@@ -196,7 +197,7 @@ class MemoryTools:
             return handler(arguments)
         except PathRefusedError as exc:
             return ToolResult.error("path_refused", str(exc))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ConcurrentEditError) as exc:
             return ToolResult.error("failed", f"{name} failed: {exc}")
 
     # -- save --

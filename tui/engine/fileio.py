@@ -11,6 +11,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +75,7 @@ RENAME_EXCHANGE_ENABLED = True
 #: ``fsync``, ``before_swap``, ``after_swap``), so a test can save "as an editor" right there.
 write_hook: Callable[[str, Path], None] | None = None
 #: Rounds of re-applying a change when the file keeps changing underneath a write.
-REPLACE_ATTEMPTS = 8
+REPLACE_ATTEMPTS = 12
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
@@ -231,81 +232,59 @@ def replace_file(
     mode = path.stat().st_mode & 0o777 if base is not None else 0o644
     rebase = _Rebase(path, change, on_conflict)
     _hook("checked", path)
-    try:
-        written = _replace_by_exchange(path, base, new, mode, rebase)
-    except _NoExchange:
-        written = _replace_by_recheck(path, base, new, mode, rebase)
+    written = _install(path, base, new, mode, rebase)
     _fsync_dir(path.parent)
     if rebase.error is not None:
         raise rebase.error
     return written
 
 
-def _replace_by_exchange(
-    path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _Rebase
-) -> bytes:
-    """The renameat2 loop of :func:`replace_file`; ``at_path`` is what the disk should hold."""
-    for _ in range(REPLACE_ATTEMPTS):
+def _install(path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _Rebase) -> bytes:
+    """The write loop of :func:`replace_file`; ``at_path`` is what ``path`` should hold now."""
+    exchange = RENAME_EXCHANGE_ENABLED and _renameat2 is not None
+    for attempt in range(REPLACE_ATTEMPTS):
         if new == at_path:
             return new
-        tmp = _write_temp(path, new, mode)
-        _hook("before_swap", path)
-        try:
-            _rename2(tmp, path, _RENAME_EXCHANGE if at_path is not None else _RENAME_NOREPLACE)
-        except BaseException as exc:
-            tmp.unlink()
-            if not isinstance(exc, FileNotFoundError | FileExistsError):
-                raise
-            at_path = _read_or_none(path)  # deleted or created meanwhile: start from the disk
-            new = rebase(at_path)
-            continue
-        _hook("after_swap", path)
-        if at_path is None:
-            return new
-        swapped_out = tmp.read_bytes()  # the old file, also if written in place meanwhile
-        if swapped_out == at_path:
-            tmp.unlink()
-            return new
-        # An editor saved between our check and the swap: its version goes back in place at
-        # once (our stale write was visible for microseconds), then the change is re-applied.
-        at_path = _put_back(path, tmp, swapped_out, new)
-        new = rebase(at_path)
-    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; it was left as is")
-
-
-def _put_back(path: Path, tmp: Path, user: bytes, ours: bytes) -> bytes:
-    """Swap the user's version (at ``tmp``) back over ours (at ``path``); return what ``path``
-    holds then. Ours is deleted only once it is verified to be what came out."""
-    expected = ours
-    for _ in range(REPLACE_ATTEMPTS):
-        _rename2(tmp, path, _RENAME_EXCHANGE)
-        out = tmp.read_bytes()
-        if out == expected:
-            tmp.unlink()
-            return user
-        expected, user = user, out  # saved over ours meanwhile: that version is the newest
-    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; see also {tmp}")
-
-
-def _replace_by_recheck(
-    path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _Rebase
-) -> bytes:
-    """The portable loop of :func:`replace_file`: re-check, ``os.replace``, check the old file."""
-    for _ in range(REPLACE_ATTEMPTS):
-        if new == at_path:
-            return new
-        held: int | None = None
+        held: int | None = None  # the file about to be replaced, for writes in place
         with contextlib.suppress(FileNotFoundError):
             held = os.open(path, os.O_RDONLY)
         try:
             tmp = _write_temp(path, new, mode)
-            _hook("before_swap", path)
+            if not exchange:
+                _hook("before_swap", path)
             now = _read_or_none(path)
-            if now != at_path:
+            if now != at_path:  # saved while we wrote: re-apply before anything is swapped
                 tmp.unlink()
-                at_path = now
-                new = rebase(now)
+                at_path, new = now, rebase(now)
+                time.sleep(min(0.001 * 2**attempt, 0.05))
                 continue
+            if exchange:
+                _hook("before_swap", path)
+                flags = _RENAME_EXCHANGE if at_path is not None else _RENAME_NOREPLACE
+                try:
+                    _rename2(tmp, path, flags)
+                except _NoExchange:
+                    exchange = False  # this platform or filesystem: os.replace below
+                except BaseException as exc:
+                    tmp.unlink()
+                    if not isinstance(exc, FileNotFoundError | FileExistsError):
+                        raise
+                    at_path = _read_or_none(path)  # deleted or created meanwhile
+                    new = rebase(at_path)
+                    continue
+                else:
+                    _hook("after_swap", path)
+                    if at_path is None:
+                        return new
+                    swapped_out = tmp.read_bytes()  # also catches a write in place meanwhile
+                    if swapped_out == at_path:
+                        tmp.unlink()
+                        return new
+                    # An editor saved between the re-check and the swap: its version goes back
+                    # in place at once (ours was visible for microseconds), then re-apply.
+                    at_path = _put_back(path, tmp, swapped_out, new)
+                    new = rebase(at_path)
+                    continue
             try:
                 os.replace(tmp, path)
             except BaseException:
@@ -321,7 +300,21 @@ def _replace_by_recheck(
         finally:
             if held is not None:
                 os.close(held)
-    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; nothing was written")
+    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; it was left as is")
+
+
+def _put_back(path: Path, tmp: Path, user: bytes, ours: bytes) -> bytes:
+    """Swap the user's version (at ``tmp``) back over ours (at ``path``); return what ``path``
+    holds then. Ours is deleted only once it is verified to be what came out."""
+    expected = ours
+    for _ in range(REPLACE_ATTEMPTS):
+        _rename2(tmp, path, _RENAME_EXCHANGE)
+        out = tmp.read_bytes()
+        if out == expected:
+            tmp.unlink()
+            return user
+        expected, user = user, out  # saved over ours meanwhile: that version is the newest
+    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; see also {tmp}")
 
 
 def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None) -> str:
