@@ -76,6 +76,7 @@ def race(saves: int, seed: int, *, exchange: bool) -> dict[str, Any]:
             [sys.executable, __file__, "--editor", str(memory_md), str(saves), str(seed)]
         )
         saved = forgotten = failed = 0
+        errors: list[str] = []
         number = 0
         started = time.monotonic()
         try:
@@ -83,12 +84,16 @@ def race(saves: int, seed: int, *, exchange: bool) -> dict[str, Any]:
                 number += 1
                 result = tools.execute("save_memory", {"content": f"Soak fact {number} zebra"})
                 saved += result.ok
-                failed += not result.ok
+                if not result.ok:
+                    failed += 1
+                    errors.append(str(result.content.get("message")))
                 if number % 2 == 0:
                     query = f"Soak fact {number - 1} zebra"
                     result = tools.execute("forget_memory", {"query": query})
                     forgotten += result.ok
-                    failed += not result.ok and result.content.get("error") != "not_found"
+                    if not result.ok:
+                        failed += 1
+                        errors.append(str(result.content.get("message")))
         finally:
             editor.wait()
             memory.close()
@@ -108,6 +113,7 @@ def race(saves: int, seed: int, *, exchange: bool) -> dict[str, Any]:
         "app_saves": saved,
         "app_forgets": forgotten,
         "app_errors": failed,
+        "app_error_examples": sorted(set(errors))[:3],
         "conflicts_recorded": conflicts,
         "seconds": round(seconds, 1),
     }
