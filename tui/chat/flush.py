@@ -40,10 +40,10 @@ from typing import Any
 from filelock import Timeout
 
 from ..engine.engine import MemoryEngine
-from ..engine.fileio import lock_for
+from ..engine.fileio import ConcurrentEditError, lock_for
 from ..engine.metadata import EntryMeta, format_meta
-from ..engine.store import EntryBatch, has_tag, normalize_entry_text
-from ..engine.workspace import MEMORY_FILE
+from ..engine.store import EntryBatch, has_tag, normalize_entry_text, parse_entries
+from ..engine.workspace import MEMORY_FILE, WorkspaceError
 from .client import LLMClient, LLMError
 from .events import FlushOutcome, TriggerName
 from .sessions import Message, SessionError, SessionStore
@@ -195,7 +195,8 @@ class DailyLogFlusher:
         """Log the session's new messages (all of them, in rounds of ``max_messages``).
 
         Returns ``flushed``, ``nothing_new``, ``skipped`` (no model / endpoint down: the pointer
-        did not move, the next trigger retries) or ``failed``. Never raises for those cases.
+        did not move, the next trigger retries) or ``failed`` (a memory file refused by the path
+        guard or unwritable: the pointer did not move either). Never raises for those cases.
         """
         try:
             self.sessions.path(session_id)
@@ -212,6 +213,8 @@ class DailyLogFlusher:
                 return FlushOutcome(
                     "failed", session_id, detail="another flush of this session is still running"
                 )
+            except (WorkspaceError, ConcurrentEditError, OSError) as exc:
+                return FlushOutcome("failed", session_id, detail=str(exc))
 
     def sessions_with_unlogged(self) -> list[str]:
         """Ids of sessions with conversation not yet logged, or a flush left half-way."""
@@ -301,7 +304,7 @@ class DailyLogFlusher:
         store = self.memory.store
         daily_path = self.memory.workspace.daily_log(day)
         daily_rel = self.memory.workspace.relative(daily_path)
-        existing = daily_path.read_text(encoding="utf-8") if daily_path.exists() else ""
+        existing = store.read_file(daily_rel)
         summary = str(record.get("summary") or "")
         if summary and not has_tag(existing, "flush", flush_id):
             meta = format_meta(
@@ -314,10 +317,11 @@ class DailyLogFlusher:
             lead = "\n" if existing.strip() else ""
             store.append_daily(f"{lead}{heading}\n\n{summary}\n", day)
         crash_point("after_daily_append")
-        facts = self._new_facts(record.get("facts") or [])
+        facts = [str(fact) for fact in record.get("facts") or []]
         added = store.add_entries(
             EntryBatch(facts, "medium", "auto", day, {"flush": flush_id}),
             unless_tagged=("flush", flush_id),
+            keep=self._new_facts,
         )
         crash_point("after_memory_write")
         embed = self.memory.model_loaded
@@ -350,10 +354,11 @@ class DailyLogFlusher:
             recovered=recovered,
         )
 
-    def _new_facts(self, facts: Sequence[str]) -> list[str]:
-        """Facts not already in MEMORY.md (same words, or the same subject and value as an
-        entry, see :func:`tui.chat.tools.split_statement`) and never forgotten or superseded."""
-        active = [e.text for e in self.memory.store.entries() if e.active]
+    def _new_facts(self, memory_text: str, facts: Sequence[str]) -> list[str]:
+        """Facts not already in MEMORY.md's ``memory_text`` (same words, or the same subject and
+        value as an entry, see :func:`tui.chat.tools.split_statement`) and never forgotten or
+        superseded. Runs inside the MEMORY.md edit, under its lock."""
+        active = [e.text for e in parse_entries(memory_text) if e.active]
         known = {normalize_entry_text(text) for text in active}
         known |= self.memory.store.retired_texts()
         statements = {s for s in map(split_statement, active) if s is not None}

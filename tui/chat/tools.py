@@ -30,6 +30,7 @@ from datetime import date
 from typing import Any
 
 from ..engine.engine import MemoryEngine
+from ..engine.fileio import ConcurrentEditError
 from ..engine.metadata import split_meta
 from ..engine.store import MemoryEntry, normalize_entry_text
 from ..engine.textsearch import contains_all_terms
@@ -318,7 +319,7 @@ class MemoryTools:
             return ToolResult.error("validation_error", str(exc))
         except PathRefusedError as exc:
             return ToolResult.error("path_refused", str(exc))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ConcurrentEditError) as exc:
             return ToolResult.error("failed", f"{name} failed: {exc}")
         except Exception as exc:  # a bug must reach the model and the user as one line
             return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")

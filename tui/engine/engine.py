@@ -110,7 +110,10 @@ class MemoryEngine:
             self.search(query, now=now, max_results=options.max_memories) if query.strip() else None
         )
         results = response.results if response else []
-        injection = build_injection(self.store.read_memory().text, results, count_tokens, options)
+        memory = self.store.read_memory()
+        injection = build_injection(memory.text, results, count_tokens, options)
+        if memory.notice:
+            injection.report.notes.append(memory.notice)
         if response is not None:
             injection.report.notes.extend(response.notes)
         return injection

@@ -1,11 +1,18 @@
-"""Safe file writes: atomic replacement, locked appends, and reading untrusted Markdown."""
+"""Safe file writes: atomic replacement that never loses a concurrent save, locked byte
+appends, and reading untrusted Markdown."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import hashlib
 import os
+import platform
+import sys
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +36,22 @@ def sha256_text(text: str) -> str:
     return sha256_bytes(text.encode("utf-8"))
 
 
+def decode_exact(data: bytes) -> str:
+    """Decode UTF-8 so that :func:`encode_exact` gives back the very same bytes (a BOM, CRLF,
+    U+2028 and bytes that are not UTF-8 included: those become lone surrogates)."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode_exact(text: str) -> bytes:
+    """The inverse of :func:`decode_exact`."""
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def printable(text: str) -> str:
+    """``text`` from :func:`decode_exact` with undecodable bytes shown as U+FFFD (safe to send)."""
+    return encode_exact(text).decode("utf-8", errors="replace")
+
+
 def lock_for(path: Path) -> FileLock:
     """The inter-process lock that guards app writes to ``path``.
 
@@ -46,59 +69,294 @@ def lock_for(path: Path) -> FileLock:
     return FileLock(str(path) + ".lock", timeout=10)
 
 
-def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None) -> str:
-    """Replace ``path`` with ``text`` atomically (temp file, fsync, rename); return the new hash.
+#: Tried by :func:`replace_file` before the portable fallback; tests switch it off to cover both.
+RENAME_EXCHANGE_ENABLED = True
+#: Test seam: ``write_hook(step, path)`` runs at each step of :func:`replace_file` (``checked``,
+#: ``fsync``, ``before_swap``, ``after_swap``), so a test can save "as an editor" right there.
+write_hook: Callable[[str, Path], None] | None = None
+#: Rounds of re-applying a change when the file keeps changing underneath a write.
+REPLACE_ATTEMPTS = 12
 
-    With ``expected_hash``, the write is refused with :class:`ConcurrentEditError` if the file on
-    disk no longer has that content hash (someone edited it since it was read), so a hand edit
-    is never overwritten blindly. Callers hold :func:`lock_for` around read-modify-write.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if expected_hash is not None:
-        current = sha256_bytes(path.read_bytes()) if path.exists() else sha256_bytes(b"")
-        if current != expected_hash:
-            raise ConcurrentEditError(
-                f"{path} was changed on disk since it was read; not overwriting it"
-            )
-    data = text.encode("utf-8")
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_SYS_RENAMEAT2 = {"x86_64": 316, "amd64": 316, "aarch64": 276, "arm64": 276}
+
+
+class _NoExchange(Exception):
+    """renameat2 is unavailable here (another OS, an old kernel, a filesystem without it)."""
+
+
+def _load_renameat2() -> Callable[[bytes, bytes, int], int] | None:
+    """renameat2(AT_FDCWD, src, AT_FDCWD, dst, flags) from libc, or the raw syscall."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    function = getattr(libc, "renameat2", None)
+    if function is not None:
+        function.argtypes = [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_uint,
+        ]
+        function.restype = ctypes.c_int
+        return lambda src, dst, flags: function(_AT_FDCWD, src, _AT_FDCWD, dst, flags)
+    number = _SYS_RENAMEAT2.get(platform.machine().lower())
+    if number is None:
+        return None
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    return lambda src, dst, flags: syscall(
+        ctypes.c_long(number),
+        ctypes.c_int(_AT_FDCWD),
+        ctypes.c_char_p(src),
+        ctypes.c_int(_AT_FDCWD),
+        ctypes.c_char_p(dst),
+        ctypes.c_uint(flags),
+    )
+
+
+_renameat2 = _load_renameat2()
+
+
+def _rename2(src: Path, dst: Path, flags: int) -> None:
+    """renameat2(2); :class:`_NoExchange` where the platform or the filesystem lacks it."""
+    if _renameat2 is None or not RENAME_EXCHANGE_ENABLED:
+        raise _NoExchange()
+    if _renameat2(os.fsencode(src), os.fsencode(dst), flags) == 0:
+        return
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        raise _NoExchange()
+    raise OSError(err, os.strerror(err), str(dst))
+
+
+def _hook(step: str, path: Path) -> None:
+    if write_hook is not None:
+        write_hook(step, path)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole content of an open file (it may have been renamed or unlinked since)."""
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_temp(path: Path, data: bytes, mode: int) -> Path:
+    """``data`` in a new fsynced file beside ``path`` (same folder, so a rename is atomic)."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            _hook("fsync", path)
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.chmod(name, mode)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(name)
         raise
+    return Path(name)
+
+
+class _Rebase:
+    """The change being written, re-applied to whatever a concurrent writer saved.
+
+    A change that no longer applies (it raises) yields the writer's version unchanged, so it
+    is put back as it was; the error is raised once that is done.
+    """
+
+    def __init__(
+        self, path: Path, change: Callable[[bytes], bytes], report: Callable[[str], None] | None
+    ) -> None:
+        self.path = path
+        self.change = change
+        self.report = report
+        self.error: Exception | None = None
+
+    def __call__(self, user: bytes | None) -> bytes:
+        if self.report is not None:
+            self.report(
+                f"{self.path.name} was saved by another program while memdeck was writing it; "
+                "memdeck re-applied its change to that version"
+            )
+        try:
+            return self.change(user or b"")
+        except Exception as exc:
+            self.error = exc
+            return user or b""
+
+
+def replace_file(
+    path: Path,
+    change: Callable[[bytes], bytes],
+    *,
+    on_conflict: Callable[[str], None] | None = None,
+) -> bytes:
+    """Replace ``path`` with ``change(its bytes)`` atomically and return what was written.
+
+    Nothing is written when the change returns the bytes unchanged; an exception from the first
+    ``change`` propagates with nothing written. The new content goes to a temp file beside
+    ``path``, fsynced. On Linux it is swapped in with ``renameat2(RENAME_EXCHANGE)`` and the
+    file swapped out must still be byte-identical to the one the change was computed from. If an
+    editor saved in between (a file renamed over it, or a write in place, even through a
+    descriptor opened earlier), the editor's version is swapped back in place at once (it is
+    never deleted) and the change re-applied to it; a change that no longer applies (it raises)
+    leaves the editor's version in place, then raises. Where renameat2 is unavailable the file
+    is re-checked just before ``os.replace`` and, through a descriptor held on the replaced
+    file, just after. Each conflict is reported to ``on_conflict``. Callers hold
+    :func:`lock_for` against other memdeck writers.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = _read_or_none(path)
+    new = change(base or b"")
+    if base is not None and new == base:
+        return new
+    mode = path.stat().st_mode & 0o777 if base is not None else 0o644
+    rebase = _Rebase(path, change, on_conflict)
+    _hook("checked", path)
+    written = _install(path, base, new, mode, rebase)
     _fsync_dir(path.parent)
+    if rebase.error is not None:
+        raise rebase.error
+    return written
+
+
+def _install(path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _Rebase) -> bytes:
+    """The write loop of :func:`replace_file`; ``at_path`` is what ``path`` should hold now."""
+    exchange = RENAME_EXCHANGE_ENABLED and _renameat2 is not None
+    for attempt in range(REPLACE_ATTEMPTS):
+        if new == at_path:
+            return new
+        held: int | None = None  # the file about to be replaced, for writes in place
+        with contextlib.suppress(FileNotFoundError):
+            held = os.open(path, os.O_RDONLY)
+        try:
+            tmp = _write_temp(path, new, mode)
+            if not exchange:
+                _hook("before_swap", path)
+            now = _read_or_none(path)
+            if now != at_path:  # saved while we wrote: re-apply before anything is swapped
+                tmp.unlink()
+                at_path, new = now, rebase(now)
+                time.sleep(min(0.001 * 2**attempt, 0.05))
+                continue
+            if exchange:
+                _hook("before_swap", path)
+                flags = _RENAME_EXCHANGE if at_path is not None else _RENAME_NOREPLACE
+                try:
+                    _rename2(tmp, path, flags)
+                except _NoExchange:
+                    exchange = False  # this platform or filesystem: os.replace below
+                except BaseException as exc:
+                    tmp.unlink()
+                    if not isinstance(exc, FileNotFoundError | FileExistsError):
+                        raise
+                    at_path = _read_or_none(path)  # deleted or created meanwhile
+                    new = rebase(at_path)
+                    continue
+                else:
+                    _hook("after_swap", path)
+                    if at_path is None:
+                        return new
+                    swapped_out = tmp.read_bytes()  # also catches a write in place meanwhile
+                    if swapped_out == at_path:
+                        tmp.unlink()
+                        return new
+                    # An editor saved between the re-check and the swap: its version goes back
+                    # in place at once (ours was visible for microseconds), then re-apply.
+                    at_path = _put_back(path, tmp, swapped_out, new)
+                    new = rebase(at_path)
+                    continue
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+                raise
+            _hook("after_swap", path)
+            replaced = _read_fd(held) if held is not None else None
+            if replaced == at_path:
+                return new
+            at_path = new  # a write in place landed in the replaced file: only `held` has it
+            new = rebase(replaced)
+        finally:
+            if held is not None:
+                os.close(held)
+    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; it was left as is")
+
+
+def _put_back(path: Path, tmp: Path, user: bytes, ours: bytes) -> bytes:
+    """Swap the user's version (at ``tmp``) back over ours (at ``path``); return what ``path``
+    holds then. Ours is deleted only once it is verified to be what came out."""
+    expected = ours
+    for _ in range(REPLACE_ATTEMPTS):
+        _rename2(tmp, path, _RENAME_EXCHANGE)
+        out = tmp.read_bytes()
+        if out == expected:
+            tmp.unlink()
+            return user
+        expected, user = user, out  # saved over ours meanwhile: that version is the newest
+    raise ConcurrentEditError(f"{path} kept changing while memdeck wrote it; see also {tmp}")
+
+
+def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None) -> str:
+    """Replace ``path`` with ``text`` atomically (see :func:`replace_file`); return the new hash.
+
+    With ``expected_hash``, the write is refused with :class:`ConcurrentEditError` if the file
+    on disk no longer has that content hash (someone edited it since it was read, or saves
+    while this write runs: their version is left in place), so a hand edit is never
+    overwritten blindly. Callers hold :func:`lock_for` around read-modify-write.
+    """
+    data = encode_exact(text)
+
+    def whole(current: bytes) -> bytes:
+        if expected_hash is not None and sha256_bytes(current) != expected_hash:
+            raise ConcurrentEditError(
+                f"{path} was changed on disk since it was read; not overwriting it"
+            )
+        return data
+
+    replace_file(Path(path), whole)
     return sha256_bytes(data)
 
 
 def append_text(path: Path, text: str, *, header: str = "") -> None:
     """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line.
 
-    ``header`` is written first when the file is missing or empty.
+    ``header`` is written first when the file is missing or empty. The existing bytes are
+    never decoded or rewritten, whatever their encoding.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_for(path):
-        prefix = ""
-        if not path.exists() or path.stat().st_size == 0:
-            prefix = header
-        else:
-            with path.open("rb") as handle:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
+    with lock_for(path), open(path, "ab") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        prefix = header if size == 0 else ""
+        if size:
+            with open(path, "rb") as reader:
+                reader.seek(size - 1)
+                if reader.read(1) != b"\n":
                     prefix = "\n"
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(prefix + text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        handle.write((prefix + text).encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -15,8 +15,10 @@ from datetime import date
 CONFIDENCE_LEVELS = ("low", "medium", "high")
 INACTIVE_STATES = frozenset({"forgotten", "superseded"})
 
-_COMMENT = re.compile(r"\s*<!--\s*mem\b(?P<body>[^>]*?)-->\s*$")
-_PAIR = re.compile(r"(?P<key>[a-z_]+)=(?P<value>\"[^\"]*\"|\S+)")
+#: The comment's opening; where it may start is found by scanning, never by backtracking.
+_OPENER = re.compile(r"<!--\s*mem\b")
+#: A pair starts where a key starts (the look-behind keeps a long key-like run linear).
+_PAIR = re.compile(r"(?<![a-z_])(?P<key>[a-z_]+)=(?P<value>\"[^\"]*\"|\S+)")
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,17 @@ def new_entry_id() -> str:
 
 
 def split_meta(line: str) -> tuple[str, EntryMeta | None]:
-    """Split a line into its visible text and its metadata (None when it has none)."""
-    match = _COMMENT.search(line)
-    if not match:
+    """Split a line into its visible text and its metadata (None when it has none).
+
+    The metadata is a trailing ``<!-- mem ... -->`` whose body has no ``>``. Linear in the
+    length of the line, whatever it holds.
+    """
+    found = _find_comment(line)
+    if found is None:
         return line, None
+    start, body = found
     values: dict[str, str] = {}
-    for pair in _PAIR.finditer(match.group("body")):
+    for pair in _PAIR.finditer(body):
         value = pair.group("value")
         if value.startswith('"') and value.endswith('"'):
             value = value[1:-1]
@@ -73,7 +80,20 @@ def split_meta(line: str) -> tuple[str, EntryMeta | None]:
         state=values.pop("state", "active"),
         extra=values,
     )
-    return line[: match.start()].rstrip(), meta
+    return line[:start].rstrip(), meta
+
+
+def _find_comment(line: str) -> tuple[int, str] | None:
+    """Where the trailing metadata comment of ``line`` starts, and its body; None without one."""
+    end = len(line.rstrip())
+    if not line.endswith("-->", 0, end):
+        return None
+    close = end - 3
+    # The body holds no ">": the comment opens after the last ">" before the closing "-->".
+    opener = _OPENER.search(line, line.rfind(">", 0, close) + 1, close)
+    if opener is None:
+        return None
+    return opener.start(), line[opener.end() : close]
 
 
 def format_meta(meta: EntryMeta) -> str:

@@ -1,30 +1,39 @@
 """Writing memory: entries in MEMORY.md, daily-log appends, and the audit trail.
 
 Every app write is safe against a concurrent hand edit: MEMORY.md is read, changed and
-replaced atomically under its lock, and the replacement is refused if the file changed on disk
-in between (the change is then re-applied to the new content, never written over it).
+replaced atomically under its lock, and if the file changes on disk in between the change is
+re-applied to the new content, never written over it (:func:`tui.engine.fileio.replace_file`).
+Every read and write goes through the workspace's path guard, and an edit changes the bytes of
+the entry it edits and nothing else (other lines keep their encoding, CRLF, BOM, U+2028).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from .fileio import ConcurrentEditError, append_text, atomic_write_text, lock_for, sha256_bytes
+from .fileio import (
+    ConcurrentEditError,
+    append_text,
+    decode_exact,
+    encode_exact,
+    lock_for,
+    printable,
+    replace_file,
+    sha256_bytes,
+)
 from .metadata import EntryMeta, new_entry_id, split_meta, with_meta
-from .workspace import Workspace
+from .workspace import MEMORY_FILE, PathRefusedError, Workspace
 
 MEMORY_TEMPLATE = "# Long-term Memory\n\n"
-#: Attempts to re-apply an edit when MEMORY.md keeps changing underneath it.
-EDIT_ATTEMPTS = 5
 
 _ENTRY_HEADING = re.compile(r"^#{1,6}\s")
 _ENTRY_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 _ENTRY_BULLET = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
 
 
@@ -64,15 +73,33 @@ class EntryBatch:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines of ``text`` with their endings: split on ``\\n`` only (a CR before it and U+2028
+    inside a line stay part of the line), so joining them gives ``text`` back exactly."""
+    pieces = text.split("\n")
+    lines = [piece + "\n" for piece in pieces[:-1]]
+    return lines + [pieces[-1]] if pieces[-1] else lines
+
+
+def line_body(line: str) -> str:
+    """A line from :func:`split_lines` without its ending (``\\n`` or ``\\r\\n``)."""
+    line = line[:-1] if line.endswith("\n") else line
+    return line[:-1] if line.endswith("\r") else line
+
+
 def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
-    """Split a memory file into entries (headings, blank lines and fenced code are not entries)."""
+    """Split a memory file into entries (headings, blank lines and fenced code are not entries).
+
+    Lines are split on ``\\n`` only; ``raw`` keeps each line's bytes as decoded (see
+    :func:`tui.engine.fileio.decode_exact`), ``text`` is safe to show and send.
+    """
     entries: list[MemoryEntry] = []
-    lines = text.splitlines()
+    lines = [line_body(line) for line in split_lines(text)]
     index = 0
     in_fence = False
     while index < len(lines):
         raw = lines[index]
-        visible, meta = split_meta(raw)
+        visible, meta = split_meta(raw.removeprefix("\ufeff") if index == 0 else raw)
         if _ENTRY_FENCE.match(visible):
             in_fence = not in_fence
             index += 1
@@ -97,9 +124,8 @@ def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
                 texts.append(nxt_visible.strip())
                 index += 1
         start = index - len(block) + 2
-        entries.append(
-            MemoryEntry(path, start, index + 1, tuple(block), "\n".join(texts).strip(), meta)
-        )
+        text_shown = printable("\n".join(texts).strip())
+        entries.append(MemoryEntry(path, start, index + 1, tuple(block), text_shown, meta))
         index += 1
     return entries
 
@@ -111,10 +137,11 @@ def normalize_entry_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class MemoryFileState:
-    """MEMORY.md's text and the hash it had when read."""
+    """MEMORY.md's text and the hash it had when read; ``notice`` says why it was not read."""
 
     text: str
     content_hash: str
+    notice: str | None = None
 
 
 class MemoryStore:
@@ -123,11 +150,28 @@ class MemoryStore:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
+    def _guarded(self, path: Path | str) -> Path:
+        """The real file behind a workspace path, through the one path guard (or refused)."""
+        rel = path if isinstance(path, str) else self.workspace.relative(path)
+        return self.workspace.resolve_memory_path(rel, follow=True)
+
     def read_memory(self) -> MemoryFileState:
-        """MEMORY.md as it is now (empty when missing)."""
-        path = self.workspace.memory_file
+        """MEMORY.md as it is now (empty when missing), for showing and injecting.
+
+        When the path guard refuses it (a symlink out of the workspace, a loop) nothing is read:
+        the state is empty and ``notice`` says why, in one line.
+        """
+        try:
+            path = self._guarded(MEMORY_FILE)
+        except PathRefusedError as exc:
+            return MemoryFileState("", sha256_bytes(b""), f"{exc}; MEMORY.md left out")
         data = path.read_bytes() if path.exists() else b""
         return MemoryFileState(data.decode("utf-8", errors="replace"), sha256_bytes(data))
+
+    def read_file(self, rel_path: str) -> str:
+        """A memory file's text (empty when missing) through the path guard, for checks."""
+        path = self._guarded(rel_path)
+        return printable(decode_exact(path.read_bytes())) if path.exists() else ""
 
     def edit_memory(self, change: Callable[[str], str]) -> str:
         """Apply ``change`` to MEMORY.md's text and replace the file atomically; return the new text.
@@ -135,33 +179,45 @@ class MemoryStore:
         If the file changes on disk between read and write (an editor that does not take our
         lock), ``change`` is re-applied to the fresh content instead of overwriting it.
         """
-        return self.edit_file(self.workspace.memory_file, change)
+        return self.edit_file(MEMORY_FILE, change)
 
-    def edit_file(self, path: Path, change: Callable[[str], str]) -> str:
-        """:meth:`edit_memory` for any memory file (a daily log): locked, atomic, re-applied on a race.
+    def edit_file(self, path: Path | str, change: Callable[[str], str]) -> str:
+        """:meth:`edit_memory` for any memory file (a daily log): guarded, locked, atomic,
+        re-applied on a race (each race recorded in the audit trail).
 
-        When ``change`` returns the text unchanged nothing is written.
+        ``change`` gets the text decoded so that every byte it does not touch is written back
+        as it was (see :func:`tui.engine.fileio.decode_exact`). When it returns the text
+        unchanged nothing is written.
         """
-        with lock_for(path):
-            for _ in range(EDIT_ATTEMPTS):
-                data = path.read_bytes() if path.exists() else b""
-                state = MemoryFileState(data.decode("utf-8", errors="replace"), sha256_bytes(data))
-                new_text = change(state.text)
-                if new_text == state.text:
-                    return new_text
-                try:
-                    atomic_write_text(path, new_text, expected_hash=state.content_hash)
-                    return new_text
-                except ConcurrentEditError:
-                    time.sleep(0.05)
-        raise ConcurrentEditError(
-            f"{path} kept changing while memdeck tried to update it; nothing was written"
-        )
+        real = self._guarded(path)
+        rel = path if isinstance(path, str) else self.workspace.relative(path)
+
+        def on_conflict(detail: str) -> None:
+            self.record_history("write_conflict", path=rel, detail=detail)
+
+        with lock_for(real):
+            written = replace_file(
+                real,
+                lambda data: encode_exact(change(decode_exact(data))),
+                on_conflict=on_conflict,
+            )
+        return decode_exact(written)
 
     def save_memory_text(self, text: str, expected_hash: str) -> str:
-        """Replace MEMORY.md with a whole buffer (the in-app editor); refuse if it changed since read."""
-        with lock_for(self.workspace.memory_file):
-            return atomic_write_text(self.workspace.memory_file, text, expected_hash=expected_hash)
+        """Replace MEMORY.md with a whole buffer (the in-app editor); return the new hash.
+
+        Refused with :class:`ConcurrentEditError` if the file changed since it was read, or
+        is saved by another program while this write runs (that version stays in place).
+        """
+
+        def whole(current: str) -> str:
+            if sha256_bytes(encode_exact(current)) != expected_hash:
+                raise ConcurrentEditError(
+                    "MEMORY.md was changed on disk since it was read; not overwriting it"
+                )
+            return text
+
+        return sha256_bytes(encode_exact(self.edit_memory(whole)))
 
     def add_entry(
         self,
@@ -184,41 +240,48 @@ class MemoryStore:
         return meta
 
     def add_entries(
-        self, batch: EntryBatch, *, unless_tagged: tuple[str, str] | None = None
+        self,
+        batch: EntryBatch,
+        *,
+        unless_tagged: tuple[str, str] | None = None,
+        keep: Callable[[str, Sequence[str]], Sequence[str]] | None = None,
     ) -> list[EntryMeta]:
         """Append several entries to MEMORY.md in one atomic edit and return their metadata.
 
         ``batch.extra`` rides along in every entry's metadata. With ``unless_tagged=(key, value)``
         the edit is a no-op (returns ``[]``) when an entry already carries that tag: this makes
-        a replayed write (a flush recovering after a crash) idempotent.
+        a replayed write (a flush recovering after a crash) idempotent. ``keep(text, contents)``
+        picks the contents still worth adding to MEMORY.md's current ``text``; it runs under
+        the file's lock, so two writers never both add the same thing.
         """
-        metas = [
-            EntryMeta(
-                id=new_entry_id(),
-                confidence=batch.confidence,
-                source=batch.source,
-                at=batch.day or date.today(),
-                extra=dict(batch.extra),
-            )
-            for _ in batch.contents
-        ]
-        entries = [format_entry(c, m) for c, m in zip(batch.contents, metas, strict=True)]
         written: list[EntryMeta] = []
 
         def append(text: str) -> str:
             written.clear()
             if unless_tagged and has_tag(text, *unless_tagged):
                 return text
+            contents = list(keep(text, batch.contents) if keep else batch.contents)
+            metas = [
+                EntryMeta(
+                    id=new_entry_id(),
+                    confidence=batch.confidence,
+                    source=batch.source,
+                    at=batch.day or date.today(),
+                    extra=dict(batch.extra),
+                )
+                for _ in contents
+            ]
             written.extend(metas)
+            entries = [format_entry(c, m) for c, m in zip(contents, metas, strict=True)]
             return _append_entries(text, entries) if entries else text
 
         self.edit_memory(append)
         return list(written)
 
-    def entries(self, rel_path: str = "MEMORY.md") -> list[MemoryEntry]:
-        """The entries of a memory file (active and inactive)."""
-        path = self.workspace.root / rel_path
-        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    def entries(self, rel_path: str = MEMORY_FILE) -> list[MemoryEntry]:
+        """The entries of a memory file (active and inactive), read through the path guard."""
+        path = self._guarded(rel_path)
+        text = decode_exact(path.read_bytes()) if path.exists() else ""
         return parse_entries(text, rel_path)
 
     def retire_entries(
@@ -254,7 +317,7 @@ class MemoryStore:
                 )
             done: list[MemoryEntry] = []
             self.edit_file(
-                self.workspace.root / rel_path,
+                rel_path,
                 lambda text, chosen=chosen, done=done: _retire_in_text(text, chosen, state, done),
             )
             retired.extend(done)
@@ -279,15 +342,19 @@ class MemoryStore:
         """Append ``text`` to the daily log of ``day`` (today by default), creating it with a title."""
         day = day or date.today()
         path = self.workspace.daily_log(day)
-        append_text(path, text.rstrip("\n") + "\n", header=f"# {day.isoformat()}\n\n")
+        real = self._guarded(path)
+        append_text(real, text.rstrip("\n") + "\n", header=f"# {day.isoformat()}\n\n")
         return path
 
     def record_history(self, event: str, **fields: object) -> None:
         """Append an event to the audit trail (``.memdeck/history.jsonl``)."""
         record = {"event": event, "at": datetime.now(UTC).isoformat(timespec="seconds"), **fields}
-        append_text(
-            self.workspace.history_path, json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        )
+        line = json.dumps(record, ensure_ascii=False, default=str)
+        if not line.isascii() and not _encodable(line):  # undecodable bytes of a memory file
+            line = json.dumps(record, default=str)
+        # Readers split the file with str.splitlines: escape the line breaks JSON leaves raw.
+        line = _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+        append_text(self.workspace.history_path, line + "\n")
 
 
 def format_entry(content: str, meta: EntryMeta) -> str:
@@ -308,15 +375,26 @@ def has_tag(text: str, key: str, value: str) -> bool:
     return False
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _append_entries(text: str, entries: Sequence[str]) -> str:
+    """``text`` with ``entries`` added at the end, in the file's own line endings."""
     base = text if text.strip() else MEMORY_TEMPLATE
+    crlf = base.count("\r\n")
+    newline = "\r\n" if crlf > base.count("\n") - crlf else "\n"
     if not base.endswith("\n"):
-        base += "\n"
-    return base + "".join(entry + "\n" for entry in entries)
+        base += newline
+    return base + "".join(entry.replace("\n", newline) + newline for entry in entries)
 
 
 def _find_block(lines: list[str], entry: MemoryEntry) -> int | None:
-    """Where ``entry.raw`` is in ``lines`` now: its recorded place, else the nearest match."""
+    """Where ``entry.raw`` is in ``lines`` (bodies) now: its recorded place, else the nearest match."""
     size = len(entry.raw)
     expected = entry.start - 1
     if lines[expected : expected + size] == list(entry.raw):
@@ -328,20 +406,27 @@ def _find_block(lines: list[str], entry: MemoryEntry) -> int | None:
 def _retire_in_text(
     text: str, chosen: Sequence[MemoryEntry], state: str, done: list[MemoryEntry]
 ) -> str:
-    """Remove MEMORY.md entries, or mark daily-log entries ``state=...``; ``done`` gets those found."""
+    """Remove MEMORY.md entries, or mark daily-log entries ``state=...``; ``done`` gets those found.
+
+    Only the lines of the chosen entries change; every other byte is kept.
+    """
     done.clear()
-    lines = text.splitlines()
+    lines = split_lines(text)
+    bodies = [line_body(line) for line in lines]
     for entry in sorted(chosen, key=lambda e: -e.start):
-        at = _find_block(lines, entry)
+        at = _find_block(bodies, entry)
         if at is None:
             continue
         done.append(entry)
-        if entry.path == "MEMORY.md":
+        if entry.path == MEMORY_FILE:
             del lines[at : at + len(entry.raw)]
+            del bodies[at : at + len(entry.raw)]
         else:
             for offset, raw in enumerate(entry.raw):
-                lines[at + offset] = _mark_line(raw, state)
-    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+                ending = lines[at + offset][len(raw) :]
+                lines[at + offset] = _mark_line(raw, state) + ending
+                bodies[at + offset] = line_body(lines[at + offset])
+    return "".join(lines)
 
 
 def _mark_line(raw: str, state: str) -> str:

@@ -111,12 +111,14 @@ class Workspace:
             return True
         return parts[0] == MEMORY_DIR and len(parts) > 1 and rel_path.lower().endswith(".md")
 
-    def resolve_memory_path(self, requested: str) -> Path:
+    def resolve_memory_path(self, requested: str, *, follow: bool = False) -> Path:
         """The one path guard: map a user- or model-supplied path to a memory file.
 
         Accepts ``MEMORY.md`` and files under ``memory/``, written relative to the workspace.
-        Refuses absolute paths, ``..`` segments, anything else, and symlinks that lead out of
-        the workspace, with :class:`PathRefusedError`.
+        Refuses absolute paths, ``..`` segments, anything else, symlinks that lead out of the
+        workspace (or into its ``.memdeck`` state) and symlink loops, with
+        :class:`PathRefusedError`. Returns the path as named, or with ``follow`` the real file
+        it leads to (what a write must replace, so a link inside the workspace stays a link).
         """
         cleaned = requested.strip().replace("\\", "/")
         if not cleaned:
@@ -134,18 +136,22 @@ class Workspace:
                 f"{requested!r}: only MEMORY.md and Markdown files under memory/ can be read"
             )
         candidate = self.root / rel
-        resolved = candidate.resolve()
-        if not resolved.is_relative_to(self.root):
-            raise PathRefusedError(f"{requested!r}: leads outside the memory workspace")
-        return candidate
+        try:
+            resolved = candidate.resolve()
+        except (RuntimeError, OSError) as exc:  # RuntimeError: Python < 3.13 on a symlink loop
+            raise PathRefusedError(f"{rel}: symlink loop, not followed") from exc
+        if not resolved.is_relative_to(self.root) or resolved.is_relative_to(self.state_dir):
+            raise PathRefusedError(f"{rel}: symlink leads outside the workspace, not followed")
+        return resolved if follow else candidate
 
     def iter_memory_files(self, warnings: list[str] | None = None) -> Iterator[tuple[str, Path]]:
         """Yield ``(relative path, path)`` of every memory file, sorted.
 
-        Symlinks leading out of the workspace are skipped with a warning.
+        Every file passes the path guard: symlinks leading out of the workspace and symlink
+        loops are skipped with a warning. Symlinked folders are not walked into.
         """
         candidates: list[Path] = []
-        if self.memory_file.is_file():
+        if self.memory_file.is_symlink() or self.memory_file.exists():
             candidates.append(self.memory_file)
         if self.memory_dir.is_dir():
             for dirpath, dirnames, filenames in os.walk(self.memory_dir, followlinks=False):
@@ -155,9 +161,11 @@ class Workspace:
                         candidates.append(Path(dirpath) / name)
         for path in candidates:
             rel = self.relative(path)
-            if path.is_symlink() and not path.resolve().is_relative_to(self.root):
+            try:
+                self.resolve_memory_path(rel)
+            except PathRefusedError as exc:
                 if warnings is not None:
-                    warnings.append(f"{rel}: skipped, symlink leads outside the workspace")
+                    warnings.append(f"{exc}; skipped")
                 continue
             if not path.is_file():
                 continue
