@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from tui.engine.chunker import ChunkParams, chunk_markdown, parse_heading
 from tui.engine.embeddings import count_tokens_batch
 
-
 WINDOWS = ChunkParams(units=False)
 
 

@@ -82,7 +82,7 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, default=None, help="max results (default 6)")
     parser.add_argument(
-        "--min-score", type=float, default=None, help="minimum relevance (default 0.35)"
+        "--min-score", type=float, default=None, help="minimum relevance (default 0.3)"
     )
     parser.add_argument(
         "--threshold",

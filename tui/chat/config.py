@@ -10,7 +10,7 @@ context_window = 32768
 
 [memory]
 injection_budget = 2000
-min_score = 0.35
+min_score = 0.3
 
 [triggers]
 idle_minutes = 5
@@ -190,7 +190,7 @@ class Config:
     )
     max_results: int = _field("memory", 6, "Search results per query.", range=(1, 1000))
     min_score: float = _field(
-        "memory", 0.35, "Minimum relevance of a search result (0..1).", range=(0, 1)
+        "memory", 0.3, "Minimum relevance of a search result (0..1).", range=(0, 1)
     )
     candidate_multiplier: int = _field(
         "memory",

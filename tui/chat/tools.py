@@ -202,7 +202,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "maxResults": _integer(
                 f"Most results, 1 to {MAX_SEARCH_RESULTS} (default 6).", 1, MAX_SEARCH_RESULTS
             ),
-            "minScore": _number("Minimum score 0..1 (default 0.35).", 0.0, 1.0),
+            "minScore": _number("Minimum score 0..1 (default 0.3).", 0.0, 1.0),
         },
         ("query",),
     ),
