@@ -85,7 +85,7 @@ class MemoryEngine:
             opts = replace(opts, **overrides)
         intent = parse_time_intent(query, now or date.today()) if opts.decay else TimeIntent()
         query_vector = (
-            self.embedder.embed_query(retrieval_text(query, intent))
+            self.embedder.embed_query(retrieval_text(query, intent) or query)
             if self.model_loaded and query.strip()
             else None
         )

@@ -21,7 +21,7 @@ import numpy as np
 
 from .index import ChunkRow, MemoryIndex
 from .temporal import TimeIntent, parse_time_intent
-from .textsearch import contains_all_terms, query_terms
+from .textsearch import contains_all_terms, has_content_terms
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -249,7 +249,11 @@ def search(
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else pool
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
-    text_hits = dict(index.fts_candidates(text_query, text_limit, also=also))
+    text_hits = (
+        dict(index.fts_candidates(text_query, text_limit, also=also))
+        if has_content_terms(text_query) or intent.window is None
+        else {}
+    )
 
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
@@ -325,14 +329,17 @@ def search(
 
 
 def retrieval_text(query: str, intent: TimeIntent) -> str:
-    """The query without the words that named its time window ("in May 2023"), if any remain."""
+    """The query without the words that named its time window ("in May 2023").
+
+    What remains may be only stop words ("what did I do yesterday?"): then the window is the
+    whole question, and the remaining words must not pick entries by themselves.
+    """
     if intent.window is None or not intent.phrase:
         return query
     start = query.lower().find(intent.phrase.lower())
     if start < 0:
         return query
-    rest = " ".join((query[:start] + " " + query[start + len(intent.phrase) :]).split())
-    return rest if query_terms(rest) else query
+    return " ".join((query[:start] + " " + query[start + len(intent.phrase) :]).split())
 
 
 def recency_factor(day: date | None, now: date, intent: TimeIntent, options: SearchOptions) -> float:

@@ -63,6 +63,11 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
     return list(_parse_query(query))
 
 
+def has_content_terms(query: str) -> bool:
+    """True when the query has a searchable word that is not a stop word."""
+    return any(not (len(t) == 1 and t[0] in STOP_WORDS) for t in _parse_query(query))
+
+
 @functools.lru_cache(maxsize=512)
 def _parse_query(query: str) -> tuple[tuple[str, ...], ...]:
     # Cached: search checks every candidate chunk against the same query.
