@@ -200,7 +200,7 @@ async def test_typing_a_draft_changes_the_injection_preview(engine: MemoryEngine
         )
         assert panel.draft == "where should we stay in Lisbon?"
         assert "## Relevant Memories" in panel.injection.text
-        assert "[memory/2026-11-20.md#L" in text_of(panel.query_one("#inject-block", Static))
+        assert "### memory/2026-11-20.md\n- L" in text_of(panel.query_one("#inject-block", Static))
 
 
 async def test_a_burst_of_keystrokes_is_coalesced_into_one_rebuild(engine: MemoryEngine) -> None:
@@ -260,7 +260,9 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
             "score",
             "vector",
             "text (bm25)",
-            "decay",
+            "near",
+            "recency",
+            "window",
             "conf",
             "source",
         ]
@@ -268,10 +270,13 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
         for index, result in enumerate(panel.response.results):
             assert tuple(str(cell) for cell in table.get_row_at(index)) == breakdown_cells(result)
         top = panel.response.results[0]
-        score, vector, _text, decay, confidence, source = map(str, table.get_row_at(0))
+        score, vector, _text, _near, recency, window, confidence, source = map(
+            str, table.get_row_at(0)
+        )
         assert source == f"{top.path}:L{top.start_line}-{top.end_line}" and "Lisbon" in top.text
         assert vector != "—" and float(vector) == pytest.approx(top.breakdown.vector, abs=0.006)
-        assert float(decay) == pytest.approx(0.5 ** (2 / 30), abs=0.006)
+        # no time words in the query: age is not applied
+        assert float(recency) == pytest.approx(1.0) and float(window) == pytest.approx(1.0)
         assert confidence == top.breakdown.confidence
 
 
