@@ -58,9 +58,8 @@ How to use what you remember:
 friend who remembers would: ask "How's Max?" rather than saying "according to my memory, \
 your dog is Max". Do not mention memory files, injections or tools unless the user asks.
 - When the user asks you to remember something, or shares a lasting fact, preference or \
-decision, call save_memory with one short self-contained statement. Saving keeps what you \
-knew: only if the new fact makes an old memory wrong, pass that memory's id (memory_search and \
-save_memory results show ids) or its exact text in `supersedes`.
+decision, call save_memory with one short self-contained statement. If it makes a memory \
+untrue, pass that memory's id in `supersedes`.
 - When the user asks you to forget something, call forget_memory.
 - If the memories below are not enough, use memory_search, then memory_get to read around a hit.
 """

@@ -399,7 +399,8 @@ class MemoryTools:
 
     def memory_search(self, arguments: dict[str, Any]) -> ToolResult:
         """Hybrid search; snippets of at most 700 characters with path, lines, score and the
-        ids of the memory entries inside each snippet. ``arguments`` are validated."""
+        ids of the memory entries inside each snippet (``ids``, when they have one).
+        ``arguments`` are validated."""
         overrides: dict[str, Any] = {}
         if "maxResults" in arguments:
             overrides["max_results"] = arguments["maxResults"]
@@ -407,7 +408,7 @@ class MemoryTools:
             overrides["min_score"] = arguments["minScore"]
         response = self.memory.search(arguments["query"], now=self.today(), **overrides)
         entries: dict[str, list[MemoryEntry]] = {}
-        results = []
+        results: list[dict[str, Any]] = []
         for r in response.results:
             if r.path not in entries:
                 entries[r.path] = self.memory.store.entries(r.path)
@@ -416,16 +417,16 @@ class MemoryTools:
                 for e in entries[r.path]
                 if e.entry_id and e.active and r.start_line <= e.start <= r.end_line
             ]
-            results.append(
-                {
-                    "path": r.path,
-                    "startLine": r.start_line,
-                    "endLine": r.end_line,
-                    "score": round(r.score, 4),
-                    "snippet": _snippet(r.text),
-                    "ids": ids,
-                }
-            )
+            hit = {
+                "path": r.path,
+                "startLine": r.start_line,
+                "endLine": r.end_line,
+                "score": round(r.score, 4),
+                "snippet": _snippet(r.text),
+            }
+            if ids:  # hand-written lines and daily logs have none
+                hit["ids"] = ids
+            results.append(hit)
         content: dict[str, Any] = {"results": results, "mode": response.mode}
         if not results:
             content["message"] = "No memories matched."
