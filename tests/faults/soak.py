@@ -59,7 +59,7 @@ def run_editor(path: Path, saves: int, seed: int) -> None:
         else:
             with open(path, "wb") as handle:  # O_TRUNC, then write: an in-place save
                 handle.write(data)
-        time.sleep(rng.uniform(0, 0.004))
+        time.sleep(rng.uniform(0, 0.008))
 
 
 def race(saves: int, seed: int, *, exchange: bool) -> dict[str, Any]:
