@@ -185,6 +185,7 @@ def test_symlink_loops_are_skipped_with_a_warning(tmp_path: Path) -> None:
     warnings: list[str] = []
     assert [rel for rel, _ in ws.iter_memory_files(warnings)] == ["memory/2026-11-01.md"]
     assert any("memory/a.md" in w and "loop" in w for w in warnings), warnings
+    assert any("memory/d1" in w and "loop" in w for w in warnings), warnings
     for looping in ("memory/a.md", "memory/d1/x.md"):
         with pytest.raises(PathRefusedError, match="loop"):
             ws.resolve_memory_path(looping)

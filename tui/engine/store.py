@@ -169,7 +169,7 @@ class MemoryStore:
         try:
             path = self._guarded(MEMORY_FILE)
         except PathRefusedError as exc:
-            return MemoryFileState("", sha256_bytes(b""), f"{exc}; MEMORY.md left out")
+            return MemoryFileState("", sha256_bytes(b""), f"{exc}; left out of the prompt")
         data = path.read_bytes() if path.exists() else b""
         return MemoryFileState(data.decode("utf-8", errors="replace"), sha256_bytes(data))
 
