@@ -149,6 +149,7 @@ def kills(target: int, seed: int) -> dict[str, Any]:
         session = store.create("kill soak").id
         total = 0
         killed = finished = 0
+        where: dict[str, int] = {}  # what each kill interrupted, read from the transcript
         with FakeOpenAI(responder=NumberedSummaries(rng)) as server:
             env = memdeck_env(server, Path(tmp))
             args = ["--workspace", str(root), "flush", session]
@@ -169,6 +170,14 @@ def kills(target: int, seed: int) -> dict[str, Any]:
                 requests = len(server.chat_requests)
                 if process.returncode == -signal.SIGKILL:
                     killed += 1
+                    transcript = store.load(session)
+                    if transcript.pending_flush() is not None:
+                        point = "between prepared and done (steps 4-7)"
+                    elif transcript.unlogged_messages():
+                        point = "before prepared (waiting for or reading the answer)"
+                    else:
+                        point = "after done"
+                    where[point] = where.get(point, 0) + 1
                 else:
                     finished += 1
             final = start_memdeck(args, env)
@@ -184,6 +193,7 @@ def kills(target: int, seed: int) -> dict[str, Any]:
     facts = [memory_md.count(f"Soak fact for msg#{n}#") for n in range(1, total + 1, 2)]
     return {
         "kills": killed,
+        "kills_by_point": where,
         "flushes_that_finished_before_the_kill": finished,
         "messages": total,
         "messages_lost": sum(c == 0 for c in logged),
