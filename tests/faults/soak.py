@@ -4,7 +4,8 @@
     (temp file + rename, and in place), ``--saves`` times, while this process runs
     save_memory / forget_memory in a loop. Prints the editor saves lost (target 0).
 (b) kill -9 during flushes: ``memdeck flush`` processes against the fake server, SIGKILLed at
-    random moments (``--kills`` of them), each followed by new messages and another flush.
+    random moments until ``--kills`` of them interrupted a flush (kills after it finished are
+    counted apart), each followed by new messages and another flush.
     Prints the messages lost / duplicated in the daily log and facts lost / duplicated in
     MEMORY.md (targets 0 / 0).
 
@@ -59,7 +60,7 @@ def run_editor(path: Path, saves: int, seed: int) -> None:
         else:
             with open(path, "wb") as handle:  # O_TRUNC, then write: an in-place save
                 handle.write(data)
-        time.sleep(rng.uniform(0, 0.004))
+        time.sleep(rng.uniform(0, 0.008))
 
 
 def race(saves: int, seed: int, *, exchange: bool) -> dict[str, Any]:
@@ -149,11 +150,12 @@ def kills(target: int, seed: int) -> dict[str, Any]:
         session = store.create("kill soak").id
         total = 0
         killed = finished = 0
+        where: dict[str, int] = {}  # what each kill interrupted, read from the transcript
         with FakeOpenAI(responder=NumberedSummaries(rng)) as server:
             env = memdeck_env(server, Path(tmp))
             args = ["--workspace", str(root), "flush", session]
             requests = 0
-            while killed < target:
+            while sum(n for p, n in where.items() if p != "after done") < target:
                 for _ in range(rng.randint(1, 3)):  # new conversation since the last flush
                     total += 1
                     role = "user" if total % 2 else "assistant"
@@ -161,7 +163,7 @@ def kills(target: int, seed: int) -> dict[str, Any]:
                 process = start_memdeck(args, env)
                 try:
                     server.wait_for_requests(requests + 1, timeout=30)
-                    time.sleep(rng.uniform(0, 0.35))  # somewhere in steps 3-7, or after
+                    time.sleep(rng.uniform(0, 0.15))  # somewhere in steps 3-7, or after
                 except TimeoutError:
                     pass
                 process.send_signal(signal.SIGKILL)
@@ -169,6 +171,14 @@ def kills(target: int, seed: int) -> dict[str, Any]:
                 requests = len(server.chat_requests)
                 if process.returncode == -signal.SIGKILL:
                     killed += 1
+                    transcript = store.load(session)
+                    if transcript.pending_flush() is not None:
+                        point = "between prepared and done (steps 4-7)"
+                    elif transcript.unlogged_messages():
+                        point = "before prepared (waiting for or reading the answer)"
+                    else:
+                        point = "after done"
+                    where[point] = where.get(point, 0) + 1
                 else:
                     finished += 1
             final = start_memdeck(args, env)
@@ -184,6 +194,8 @@ def kills(target: int, seed: int) -> dict[str, Any]:
     facts = [memory_md.count(f"Soak fact for msg#{n}#") for n in range(1, total + 1, 2)]
     return {
         "kills": killed,
+        "kills_mid_flush": sum(n for p, n in where.items() if p != "after done"),
+        "kills_by_point": where,
         "flushes_that_finished_before_the_kill": finished,
         "messages": total,
         "messages_lost": sum(c == 0 for c in logged),

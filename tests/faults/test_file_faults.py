@@ -185,6 +185,7 @@ def test_symlink_loops_are_skipped_with_a_warning(tmp_path: Path) -> None:
     warnings: list[str] = []
     assert [rel for rel, _ in ws.iter_memory_files(warnings)] == ["memory/2026-11-01.md"]
     assert any("memory/a.md" in w and "loop" in w for w in warnings), warnings
+    assert any("memory/d1" in w and "loop" in w for w in warnings), warnings
     for looping in ("memory/a.md", "memory/d1/x.md"):
         with pytest.raises(PathRefusedError, match="loop"):
             ws.resolve_memory_path(looping)
@@ -303,8 +304,9 @@ STEPS = ("checked", "fsync", "before_swap", "after_swap")
 
 
 class Editor:
-    """A hand edit made at one step of the app's write: tmp+rename, in place, or in place
-    through a file descriptor opened when the app checked the file ("late")."""
+    """A hand edit made at one step of the app's write: tmp+rename, in place, in place through
+    a file descriptor opened when the app checked the file ("late"), or in place with the
+    file left empty for 30 ms between the truncation and the write ("slow")."""
 
     def __init__(self, path: Path, step: str, how: str) -> None:
         self.path, self.step, self.how = path, step, how
@@ -325,6 +327,11 @@ class Editor:
             os.ftruncate(self._handle, 0)
             os.pwrite(self._handle, data, 0)
             os.close(self._handle)
+        elif self.how == "slow":
+            data = self.path.read_bytes() + f"{self.marker}\n".encode()
+            handle = open(self.path, "wb")  # noqa: SIM115 - written and closed by the timer
+            self.timer = threading.Timer(0.03, lambda: (handle.write(data), handle.close()))
+            self.timer.start()
         else:
             data = self.path.read_bytes() + f"{self.marker}\n".encode()
             if self.how == "rename":
@@ -359,10 +366,13 @@ def _race(tmp_path: Path, step: str, how: str, write: Callable[[MemoryStore], ob
     finally:
         fileio.write_hook = None
     assert editor.saved is not None, "the editor never got to save"
+    if editor.how == "slow":
+        editor.timer.join()
     return editor
 
 
-RACES = [(step, how) for step in STEPS for how in ("rename", "inplace", "late")]
+HOWS = ("rename", "inplace", "late", "slow")
+RACES = [(step, how) for step in STEPS for how in HOWS if (step, how) != ("after_swap", "slow")]
 
 
 @pytest.mark.parametrize(("step", "how"), RACES)

@@ -46,7 +46,7 @@ from typing import Any, Literal
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, read_markdown, sha256_text
 from ..engine.metadata import INACTIVE_STATES, EntryMeta, format_meta, new_entry_id, split_meta
-from ..engine.store import MemoryEntry, normalize_entry_text, parse_entries
+from ..engine.store import MemoryEntry, file_lines, normalize_entry_text, parse_entries
 from ..engine.workspace import MEMORY_DIR, MEMORY_FILE, date_for_path
 from .client import LLMClient, LLMError
 from .triggers import WorkspaceState, local_now
@@ -621,7 +621,7 @@ class Consolidator:
             raise ProposalRefused(problem)
         draft, preamble = _strip_preamble(draft, base_text)
         base_entries = parse_entries(base_text)
-        draft_lines = draft.splitlines()
+        draft_lines = file_lines(draft)
         draft_entries = parse_entries(draft)
         plan = self._plan(base_entries, draft_entries, proposal_id, window[1])
         plan.notes[:0] = [*notes, *([preamble] if preamble else [])]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import hashlib
 import os
 import platform
@@ -148,6 +149,22 @@ def _read_or_none(path: Path) -> bytes | None:
         return None
 
 
+#: Pauses before an empty read is believed (seconds, about 0.1 in all).
+_SETTLE = (0.005, 0.01, 0.02, 0.06)
+
+
+def _settled(read: Callable[[], bytes | None]) -> bytes | None:
+    """``read()``, re-read a few times while it is empty: an editor saving in place truncates
+    first and writes next, and that empty moment must not pass for the user's version."""
+    data = read()
+    for pause in _SETTLE:
+        if data != b"":
+            break
+        time.sleep(pause)
+        data = read()
+    return data
+
+
 def _read_fd(fd: int) -> bytes:
     """The whole content of an open file (it may have been renamed or unlinked since)."""
     chunks = []
@@ -225,7 +242,7 @@ def replace_file(
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    base = _read_or_none(path)
+    base = _settled(lambda: _read_or_none(path))
     new = change(base or b"")
     if base is not None and new == base:
         return new
@@ -252,7 +269,7 @@ def _install(path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _
             tmp = _write_temp(path, new, mode)
             if not exchange:
                 _hook("before_swap", path)
-            now = _read_or_none(path)
+            now = _settled(lambda: _read_or_none(path))
             if now != at_path:  # saved while we wrote: re-apply before anything is swapped
                 tmp.unlink()
                 at_path, new = now, rebase(now)
@@ -276,7 +293,7 @@ def _install(path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _
                     _hook("after_swap", path)
                     if at_path is None:
                         return new
-                    swapped_out = tmp.read_bytes()  # also catches a write in place meanwhile
+                    swapped_out = _settled(tmp.read_bytes)  # also a write in place meanwhile
                     if swapped_out == at_path:
                         tmp.unlink()
                         return new
@@ -292,7 +309,7 @@ def _install(path: Path, at_path: bytes | None, new: bytes, mode: int, rebase: _
                     tmp.unlink()
                 raise
             _hook("after_swap", path)
-            replaced = _read_fd(held) if held is not None else None
+            replaced = _settled(functools.partial(_read_fd, held)) if held is not None else None
             if replaced == at_path:
                 return new
             at_path = new  # a write in place landed in the replaced file: only `held` has it
@@ -309,7 +326,7 @@ def _put_back(path: Path, tmp: Path, user: bytes, ours: bytes) -> bytes:
     expected = ours
     for _ in range(REPLACE_ATTEMPTS):
         _rename2(tmp, path, _RENAME_EXCHANGE)
-        out = tmp.read_bytes()
+        out = _settled(tmp.read_bytes)
         if out == expected:
             tmp.unlink()
             return user

@@ -87,6 +87,11 @@ def line_body(line: str) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
+def file_lines(text: str) -> list[str]:
+    """The lines entries are numbered by (:func:`parse_entries`): split on ``\\n`` only."""
+    return [line_body(line) for line in split_lines(text)]
+
+
 def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
     """Split a memory file into entries (headings, blank lines and fenced code are not entries).
 
@@ -94,7 +99,7 @@ def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
     :func:`tui.engine.fileio.decode_exact`), ``text`` is safe to show and send.
     """
     entries: list[MemoryEntry] = []
-    lines = [line_body(line) for line in split_lines(text)]
+    lines = file_lines(text)
     index = 0
     in_fence = False
     while index < len(lines):
@@ -164,14 +169,14 @@ class MemoryStore:
         try:
             path = self._guarded(MEMORY_FILE)
         except PathRefusedError as exc:
-            return MemoryFileState("", sha256_bytes(b""), f"{exc}; MEMORY.md left out")
+            return MemoryFileState("", sha256_bytes(b""), f"{exc}; left out of the prompt")
         data = path.read_bytes() if path.exists() else b""
         return MemoryFileState(data.decode("utf-8", errors="replace"), sha256_bytes(data))
 
     def read_file(self, rel_path: str) -> str:
         """A memory file's text (empty when missing) through the path guard, for checks."""
         path = self._guarded(rel_path)
-        return printable(decode_exact(path.read_bytes())) if path.exists() else ""
+        return path.read_bytes().decode("utf-8", errors="replace") if path.exists() else ""
 
     def edit_memory(self, change: Callable[[str], str]) -> str:
         """Apply ``change`` to MEMORY.md's text and replace the file atomically; return the new text.

@@ -136,19 +136,39 @@ class Workspace:
                 f"{requested!r}: only MEMORY.md and Markdown files under memory/ can be read"
             )
         candidate = self.root / rel
+        resolved = self._resolve_inside(rel)
+        return resolved if follow else candidate
+
+    def _resolve_inside(self, rel: str) -> Path:
+        """The real path of ``rel``; refused if a symlink loops or leads out of the workspace
+        (or into its ``.memdeck`` state)."""
         try:
-            resolved = candidate.resolve()
+            resolved = (self.root / rel).resolve()
         except (RuntimeError, OSError) as exc:  # RuntimeError: Python < 3.13 on a symlink loop
             raise PathRefusedError(f"{rel}: symlink loop, not followed") from exc
         if not resolved.is_relative_to(self.root) or resolved.is_relative_to(self.state_dir):
             raise PathRefusedError(f"{rel}: symlink leads outside the workspace, not followed")
-        return resolved if follow else candidate
+        return resolved
+
+    def _check_folder_links(
+        self, folder: Path, dirnames: list[str], filenames: list[str], warnings: list[str]
+    ) -> None:
+        """Warn about symlinked folders that loop or lead out (a looping one is listed with
+        the files, as it is no folder)."""
+        for name in dirnames + [f for f in filenames if not f.lower().endswith(".md")]:
+            link = folder / name
+            if link.is_symlink() and (name in dirnames or not link.exists()):
+                try:
+                    self._resolve_inside(self.relative(link))
+                except PathRefusedError as exc:
+                    warnings.append(f"{exc}; skipped")
 
     def iter_memory_files(self, warnings: list[str] | None = None) -> Iterator[tuple[str, Path]]:
         """Yield ``(relative path, path)`` of every memory file, sorted.
 
         Every file passes the path guard: symlinks leading out of the workspace and symlink
-        loops are skipped with a warning. Symlinked folders are not walked into.
+        loops are skipped with a warning. Symlinked folders are not walked into (with a
+        warning when they loop or lead out).
         """
         candidates: list[Path] = []
         if self.memory_file.is_symlink() or self.memory_file.exists():
@@ -156,6 +176,8 @@ class Workspace:
         if self.memory_dir.is_dir():
             for dirpath, dirnames, filenames in os.walk(self.memory_dir, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                if warnings is not None:
+                    self._check_folder_links(Path(dirpath), dirnames, filenames, warnings)
                 for name in sorted(filenames):
                     if name.lower().endswith(".md") and not name.startswith("."):
                         candidates.append(Path(dirpath) / name)
