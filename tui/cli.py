@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .engine.embeddings import EmbeddingError
 from .engine.fileio import ConcurrentEditError
-from .engine.index import DatabaseError
+from .engine.index import DatabaseError, IndexLockedError, is_busy
 from .engine.workspace import WorkspaceError
 
 #: Subcommands register here: name -> (configure parser, run). Other modules add theirs.
@@ -65,6 +65,29 @@ def _print_warnings(warnings: Sequence[str]) -> None:
         print(f"memdeck: warning: {warning}", file=sys.stderr)
 
 
+def _number(text: str) -> int | float | str:
+    """A number as typed (an int when it reads as one); anything else is kept for
+    :func:`_checked` to refuse with the usual message."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _checked(setting: str, value: object, option: str) -> object:
+    """``value`` checked like the config's ``setting`` (type and range), or a one-line error."""
+    from .chat.config import check_setting
+
+    try:
+        return check_setting(setting, value, option)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def _parse_day(text: str) -> date:
     try:
         return date.fromisoformat(text)
@@ -80,13 +103,13 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stdin", action="store_true", help="read one query per line; one JSON object per line out"
     )
-    parser.add_argument("--limit", type=int, default=None, help="max results (default 6)")
+    parser.add_argument("--limit", type=_number, default=None, help="max results (default 6)")
     parser.add_argument(
-        "--min-score", type=float, default=None, help="minimum relevance (default 0.3)"
+        "--min-score", type=_number, default=None, help="minimum relevance (default 0.3)"
     )
     parser.add_argument(
         "--threshold",
-        type=float,
+        type=_number,
         default=None,
         help="threshold mode: every result above this, no cap",
     )
@@ -104,19 +127,20 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
 def _run_search(args: argparse.Namespace) -> int:
     if args.stdin == bool(args.query):
         raise CliError("give either a QUERY or --stdin")
+    overrides: dict[str, object] = {"decay": not args.no_decay, "mmr": args.mmr}
+    for option, setting, value in (
+        ("--limit", "max_results", args.limit),
+        ("--min-score", "min_score", args.min_score),
+        ("--threshold", "threshold", args.threshold),
+    ):
+        if value is not None:
+            overrides[setting] = _checked(setting, value, option)
     engine = open_engine(args)
     try:
         if not args.bm25:
             engine.load_model()
         report = engine.sync(progress=_progress_printer(sys.stderr.isatty()))
         _print_warnings(report.warnings)
-        overrides: dict[str, object] = {"decay": not args.no_decay, "mmr": args.mmr}
-        if args.limit is not None:
-            overrides["max_results"] = args.limit
-        if args.min_score is not None:
-            overrides["min_score"] = args.min_score
-        if args.threshold is not None:
-            overrides["threshold"] = args.threshold
         queries = (line.rstrip("\n") for line in sys.stdin) if args.stdin else [args.query]
         for query in queries:
             response = engine.search(query, now=args.now, **overrides)
@@ -160,7 +184,7 @@ def _configure_inject(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stdin", action="store_true", help="read one query per line; one JSON object per line out"
     )
-    parser.add_argument("--budget", type=int, default=None, help="token budget (default 2000)")
+    parser.add_argument("--budget", type=_number, default=None, help="token budget (default 2000)")
     parser.add_argument(
         "--bm25", action="store_true", help="full-text only, do not load the embedding model"
     )
@@ -171,6 +195,8 @@ def _configure_inject(parser: argparse.ArgumentParser) -> None:
 def _run_inject(args: argparse.Namespace) -> int:
     if args.stdin == bool(args.query):
         raise CliError("give either a QUERY or --stdin")
+    if args.budget is not None:
+        args.budget = _checked("injection_budget", args.budget, "--budget")
     engine = open_engine(args)
     try:
         if not args.bm25:
@@ -298,10 +324,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run = getattr(args, "run", None)
         return run(args) if run else run_tui(args)
-    except (CliError, WorkspaceError, EmbeddingError, ConcurrentEditError) as exc:
+    except (CliError, WorkspaceError, EmbeddingError, ConcurrentEditError, IndexLockedError) as exc:
         print(f"memdeck: error: {exc}", file=sys.stderr)
         return 2
     except DatabaseError as exc:
+        if is_busy(exc):  # locked is never broken: waiting is the cure, not a reindex
+            print(
+                f"memdeck: error: the index is locked by another process ({exc})", file=sys.stderr
+            )
+            return 2
         print(
             f"memdeck: error: the index could not be used ({exc}); run `memdeck reindex`",
             file=sys.stderr,

@@ -80,6 +80,7 @@ class MemoryEngine:
         **overrides: object,
     ) -> SearchResponse:
         """Hybrid search when the model is loaded, BM25-only before."""
+        self.index.refresh()  # another process may have rebuilt the index file (a stat)
         opts = options or self.search_options
         if overrides:
             opts = replace(opts, **overrides)

@@ -9,6 +9,7 @@ Markdown files. The stdlib ``sqlite3`` of some Pythons cannot load extensions, s
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import sqlean as sqlite3
@@ -35,9 +36,79 @@ MIN_CHUNKS_TO_PRUNE = 2000
 #: Writes commit at least this often (rows), so readers see progress and a crash loses little.
 COMMIT_EVERY = 200
 
+#: How long a connection waits for another one's write lock before giving up (seconds).
+DEFAULT_BUSY_TIMEOUT = 5.0
+
 DatabaseError = sqlite3.DatabaseError
 
 Progress = Callable[[str, int, int], None]
+
+# SQLite result codes (the low byte of an extended code).
+_SQLITE_ERROR, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CORRUPT, _SQLITE_NOTADB = 1, 5, 6, 11, 26
+
+
+class IndexLockedError(Exception):
+    """Another connection held the index's lock for longer than the busy timeout.
+
+    A lock is never a reason to move the file aside: the file is fine, someone is using it.
+    """
+
+
+class _IndexReplaced(RuntimeError):
+    """The index file was swapped (a rebuild elsewhere) under an open write: redo it on the new one."""
+
+
+def _error_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for "database is locked" / "database table is locked" (SQLITE_BUSY, SQLITE_LOCKED)."""
+    code = _error_code(exc)
+    if code is not None:
+        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower()
+
+
+def is_unusable_file(exc: BaseException) -> bool:
+    """True when the file itself is bad: corrupt, not a database, or a database whose schema is
+    not the index's (SQLITE_ERROR while opening). Busy, I/O, permission and full-disk errors are not."""
+    code = _error_code(exc)
+    if code is not None:
+        return code in (_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_ERROR)
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``path`` now (None when there is none)."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+_T = TypeVar("_T")
+
+
+def _follows_rebuilds(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Reopen the index first if its file was replaced (a rebuild by another engine or process),
+    and redo the call once more on the new file if that happens during one of its writes."""
+
+    @functools.wraps(method)
+    def wrapper(self: MemoryIndex, *args: object, **kwargs: object) -> _T:
+        for attempt in range(3):
+            self.refresh()
+            try:
+                return method(self, *args, **kwargs)
+            except _IndexReplaced:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 class EmbedderLike(Protocol):
@@ -94,16 +165,26 @@ class ChunkRow:
     confidence: str
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
-    """Open a connection with sqlite-vec loaded and the pragmas the index relies on."""
-    conn = sqlite3.connect(str(path), timeout=5.0, isolation_level=None, check_same_thread=False)
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = OFF")
+def connect(path: Path | str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
+    """Open a connection with sqlite-vec loaded and the pragmas the index relies on.
+
+    ``busy_timeout`` (seconds) is how long a statement waits for another connection's lock
+    before failing with "database is locked".
+    """
+    conn = sqlite3.connect(
+        str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = OFF")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -130,11 +211,24 @@ def _schema(dims: int) -> list[str]:
     ]
 
 
+def _stored_generation(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    try:
+        return int(row[0]) if row else 0
+    except ValueError:
+        return 0
+
+
 class MemoryIndex:
     """The search index of one workspace. One writer at a time; readers never block.
 
     Writes go through ``self._write_lock`` on a dedicated connection; each reading thread gets
     its own connection, so WAL lets searches run while a sync is writing.
+
+    Another engine or process may rebuild the index (``memdeck reindex``), which swaps a new
+    file in at the same path. Every search, sync and write first compares the path's file
+    identity with the open one's (a stat) and reopens when they differ; ``generation`` (in
+    ``meta``) counts the rebuilds.
     """
 
     def __init__(
@@ -145,12 +239,14 @@ class MemoryIndex:
         params: ChunkParams = ChunkParams(),
         *,
         path: Path | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     ) -> None:
         self.workspace = workspace
         self.embedder = embedder
         self.count_tokens = count_tokens
         self.params = params
         self.path = path or workspace.index_path
+        self.busy_timeout = busy_timeout
         self.notices: list[str] = []
         self.mirror = VectorMirror(embedder.dims)
         self._mirror_loaded = False
@@ -159,6 +255,12 @@ class MemoryIndex:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        #: Bumped at each reopen: a thread's reader from an older epoch is closed and replaced.
+        self._epoch = 0
+        #: ``(st_dev, st_ino)`` of the file the writer has open.
+        self._identity: tuple[int, int] | None = None
+        #: How many times this index file has been rebuilt (``meta``); read at each (re)open.
+        self.generation = 0
         self._writer = self._open_or_recover()
 
     # -- connections --
@@ -173,23 +275,54 @@ class MemoryIndex:
             self._connections.append(conn)
         return conn
 
+    def _untrack(self, conn: sqlite3.Connection) -> None:
+        with self._connections_lock, contextlib.suppress(ValueError):
+            self._connections.remove(conn)
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        return connect(self.path, busy_timeout=self.busy_timeout)
+
     def _reader(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is not None and local.epoch != self._epoch:
+            self._untrack(conn)  # opened on a file that has since been replaced
+            conn = None
         if conn is None:
-            conn = self._track(connect(self.path))
-            self._local.conn = conn
+            conn = self._track(self._connect())
+            local.conn, local.epoch = conn, self._epoch
         return conn
 
+    def _locked_error(self, exc: BaseException) -> IndexLockedError:
+        return IndexLockedError(
+            f"the index {self.path} is locked by another process ({exc}; waited "
+            f"{self.busy_timeout:g} s); try again when it is done"
+        )
+
     def _open_or_recover(self) -> sqlite3.Connection:
+        """The writer connection, on a usable index file.
+
+        A lock held elsewhere is waited for (``busy_timeout``), then refused with
+        :class:`IndexLockedError`; only a file that is not a usable index (corrupt, not a
+        database, a foreign schema) is moved aside and rebuilt.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn: sqlite3.Connection | None = None
         try:
-            conn = connect(self.path)
+            conn, identity = self._connect_identified()
             self._init_schema(conn)
             conn.execute("SELECT count(*) FROM chunks").fetchone()
             conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'x'").fetchone()
         except sqlite3.DatabaseError as exc:
-            with contextlib.suppress(Exception):
-                conn.close()
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            if is_busy(exc):
+                raise self._locked_error(exc) from exc
+            if not is_unusable_file(exc):
+                raise
             aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
             for suffix in ("", "-wal", "-shm"):
                 src = Path(str(self.path) + suffix)
@@ -198,9 +331,27 @@ class MemoryIndex:
             self.notices.append(
                 f"index {self.path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt from the Markdown files"
             )
-            conn = connect(self.path)
-            self._init_schema(conn)
+            conn, identity = self._connect_identified()
+            try:
+                self._init_schema(conn)
+            except sqlite3.DatabaseError as again:
+                conn.close()
+                if is_busy(again):
+                    raise self._locked_error(again) from again
+                raise
+        self._identity = identity
+        self.generation = _stored_generation(conn)
         return self._track(conn)
+
+    def _connect_identified(self) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
+        """A connection and the identity of the file it opened (stat before and after agree)."""
+        while True:
+            before = _file_identity(self.path)
+            conn = self._connect()
+            after = _file_identity(self.path)
+            if before is None or before == after:
+                return conn, after
+            conn.close()  # replaced while opening: open the new one
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
         with _transaction(conn):
@@ -219,8 +370,52 @@ class MemoryIndex:
                         ("schema_version", str(SCHEMA_VERSION)),
                         ("fingerprint", self.fingerprint),
                         ("dims", str(self.embedder.dims)),
+                        ("generation", "0"),
                     ],
                 )
+
+    def replaced(self) -> bool:
+        """True when the file at ``path`` is not the one this index has open (a stat)."""
+        return _file_identity(self.path) != self._identity
+
+    def refresh(self) -> bool:
+        """Reopen when the file was replaced (another engine's or process's rebuild) or deleted.
+
+        Closes the writer, retires every thread's reader (each is closed by its thread on its
+        next read, or by :meth:`close`), reloads the vector mirror and the term counts lazily.
+        Returns True when it reopened. Costs one stat when nothing changed.
+        """
+        if not self.replaced():
+            return False
+        with self._write_lock:
+            if not self.replaced():
+                return False
+            fresh = self._open_or_recover()  # raises (locked...) with the old writer kept
+            self._untrack(self._writer)
+            self._writer = fresh
+            self._after_reopen()
+        return True
+
+    def _after_reopen(self) -> None:
+        self._epoch += 1
+        self._mirror_loaded = False
+        self.mirror = VectorMirror(self.embedder.dims)
+        self._doc_shares.clear()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction on the live file: busy is :class:`IndexLockedError`, and a file
+        replaced before the lock was taken rolls back with :class:`_IndexReplaced`."""
+        with self._write_lock:
+            try:
+                with _transaction(self._writer) as conn:
+                    if self.replaced():
+                        raise _IndexReplaced(f"{self.path} was replaced by a rebuild")
+                    yield conn
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc):
+                    raise self._locked_error(exc) from exc
+                raise
 
     def stored_fingerprint(self) -> str | None:
         row = self._reader().execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
@@ -237,6 +432,7 @@ class MemoryIndex:
 
     # -- sync --
 
+    @_follows_rebuilds
     def sync(self, *, embed: bool = True, progress: Progress | None = None) -> SyncReport:
         """Bring the index in line with the Markdown files.
 
@@ -261,6 +457,7 @@ class MemoryIndex:
         report.seconds = time.perf_counter() - started
         return report
 
+    @_follows_rebuilds
     def sync_paths(self, rel_paths: Sequence[str], *, embed: bool = True) -> SyncReport:
         """Re-sync only these workspace-relative paths (what the file watcher saw change)."""
         report = SyncReport()
@@ -274,6 +471,7 @@ class MemoryIndex:
             report.merge(self.embed_pending())
         return report
 
+    @_follows_rebuilds
     def sync_file(self, rel: str, *, embed: bool = True) -> SyncReport:
         """Re-index one file if it changed: same size and mtime cost a stat, same hash a read."""
         report = SyncReport()
@@ -300,14 +498,14 @@ class MemoryIndex:
             report.warnings.append(warning)
         if row and row[0] == read.content_hash:
             if row[1] != read.mtime:
-                with self._write_lock, _transaction(self._writer) as conn:
+                with self._writing() as conn:
                     conn.execute(
                         "UPDATE files SET mtime = ?, size = ? WHERE path = ?",
                         (read.mtime, read.size, rel),
                     )
             return report
         chunks = chunk_markdown(read.text, rel, self.count_tokens, self.params) if read.text else []
-        with self._write_lock, _transaction(self._writer) as conn:
+        with self._writing() as conn:
             removed = self._delete_chunks(conn, rel)
             new_ids = self._insert_chunks(conn, chunks)
             conn.execute(
@@ -323,9 +521,10 @@ class MemoryIndex:
             report.merge(self.embed_pending())
         return report
 
+    @_follows_rebuilds
     def remove_file(self, rel: str) -> SyncReport:
         """Drop a file's chunks (the file was deleted or left the memory folders)."""
-        with self._write_lock, _transaction(self._writer) as conn:
+        with self._writing() as conn:
             removed = self._delete_chunks(conn, rel)
             deleted = conn.execute("DELETE FROM files WHERE path = ?", (rel,)).rowcount
         self.mirror.remove(removed)
@@ -373,12 +572,14 @@ class MemoryIndex:
 
     # -- embeddings --
 
+    @_follows_rebuilds
     def pending_embeddings(self) -> int:
         """How many chunks still have no vector."""
         return (
             self._reader().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
         )
 
+    @_follows_rebuilds
     def embed_pending(self, *, progress: Progress | None = None) -> SyncReport:
         """Give every chunk without a vector one: from the cache when its text was seen, else the model.
 
@@ -435,7 +636,7 @@ class MemoryIndex:
     ) -> None:
         if not pairs:
             return
-        with self._write_lock, _transaction(self._writer) as conn:
+        with self._writing() as conn:
             if cache:
                 conn.executemany(
                     "INSERT OR REPLACE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
@@ -484,29 +685,46 @@ class MemoryIndex:
         """Rebuild from the Markdown files into a temporary database, then swap it in.
 
         Vectors are reused through the embedding cache when the model did not change. A crash
-        half-way leaves the old index in place and usable.
+        half-way leaves the old index in place and usable. The new file's ``generation`` is one
+        more than the old one's; other engines on the same file notice the swap and reopen.
         """
-        tmp_path = self.path.with_name(f"{self.path.name}.rebuild-{os.getpid()}")
+        self.refresh()
+        tmp_path = self.path.with_name(
+            f"{self.path.name}.rebuild-{os.getpid()}-{threading.get_ident()}"
+        )
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(tmp_path) + suffix)
         fresh = MemoryIndex(
-            self.workspace, self.embedder, self.count_tokens, self.params, path=tmp_path
+            self.workspace,
+            self.embedder,
+            self.count_tokens,
+            self.params,
+            path=tmp_path,
+            busy_timeout=self.busy_timeout,
         )
         try:
             self._copy_cache_into(fresh)
             with self._write_lock:
                 report = fresh.sync(embed=embed, progress=progress)
+                # Files another process changed while this ran (embedding takes minutes):
+                # caught up now, at a stat per unchanged file.
+                late = fresh.sync(embed=embed)
+                late.files_seen, late.warnings = 0, []
+                report.merge(late)
+                with _transaction(fresh._writer) as conn:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)",
+                        (str(self.generation + 1),),
+                    )
                 fresh.close()
                 self.close()
                 for suffix in ("-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(str(self.path) + suffix)
                 os.replace(tmp_path, self.path)
-                self._writer = self._track(connect(self.path))
-                self._mirror_loaded = False
-                self.mirror = VectorMirror(self.embedder.dims)
-                self._doc_shares.clear()
+                self._writer = self._open_or_recover()
+                self._after_reopen()
         finally:
             fresh.close()
             for suffix in ("", "-wal", "-shm"):
@@ -515,7 +733,8 @@ class MemoryIndex:
         return report
 
     def _copy_cache_into(self, other: MemoryIndex) -> None:
-        with contextlib.suppress(sqlite3.DatabaseError):
+        """Seed ``other``'s embedding cache with this one's (skipped if this file is unreadable)."""
+        try:
             rows = (
                 self._reader()
                 .execute("SELECT model, hash, embedding FROM embedding_cache")
@@ -526,6 +745,9 @@ class MemoryIndex:
                     "INSERT OR IGNORE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
                     rows,
                 )
+        except sqlite3.DatabaseError as exc:
+            if is_busy(exc):
+                raise self._locked_error(exc) from exc
 
     # -- reading --
 
@@ -643,6 +865,7 @@ class MemoryIndex:
                 r[0], r[1], r[2], r[3], r[4], r[5], date.fromisoformat(r[6]) if r[6] else None, r[7]
             )
 
+    @_follows_rebuilds
     def stats(self) -> dict[str, object]:
         """Counts and sizes for the stats panel and ``memdeck stats``."""
         conn = self._reader()
