@@ -16,7 +16,7 @@ from tui.app.panels.memory_conflict_screen import ConflictChoice, MemoryConflict
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
 from tui.engine.store import MemoryFileState
-from tui.engine.workspace import MEMORY_FILE
+from tui.engine.workspace import MEMORY_FILE, PathRefusedError
 
 
 def markdown_highlighting_available() -> bool:
@@ -32,6 +32,9 @@ class MemoryEditor(EnginePanel):
     - :meth:`file_changed_on_disk` (the watcher, a flush, a tool call) re-reads the file: a clean
       buffer follows it; a dirty one asks the user (:class:`MemoryConflictScreen`). A refused save
       asks the same question.
+    - A save the engine refuses (the path guard: MEMORY.md a symlink leading out of the
+      workspace; a write error) keeps the buffer and says why in the status line and a
+      notification.
     """
 
     HELP = """\
@@ -141,7 +144,19 @@ entry's confidence and history.
                 MemorySaveFinished(text, None, conflict=self.engine.store.read_memory())
             )
             return
-        report = self.engine.sync_paths([MEMORY_FILE])
+        except (PathRefusedError, OSError) as exc:
+            self.app.call_from_thread(self._save_refused, _one_line(exc))
+            return
+        try:
+            report = self.engine.sync_paths([MEMORY_FILE])
+        except Exception as exc:  # saved; the index follows at the next sync
+            report = None
+            self.app.call_from_thread(
+                self.notify,
+                f"MEMORY.md saved, but the index was not updated: {_one_line(exc)}",
+                title="memory",
+                severity="warning",
+            )
         self.post_message(MemorySaveFinished(text, new_hash, report))
 
     # -- results --
@@ -181,6 +196,15 @@ entry's confidence and history.
         self._set_status("saved")
         self.post_message(IndexChanged([MEMORY_FILE], "editor", message.report))
 
+    def _save_refused(self, reason: str) -> None:
+        """The engine refused the write: nothing changed on disk, the buffer keeps the edits."""
+        self._saving = False
+        self._set_status(f"not saved: {reason}", warning=True)
+        self.notify(f"MEMORY.md not saved: {reason}", title="memory", severity="error")
+        if self._recheck_after_save:
+            self._recheck_after_save = False
+            self.file_changed_on_disk()
+
     @on(TextArea.Changed, "#memory-text")
     def _buffer_changed(self) -> None:
         status, warning = self._status
@@ -196,7 +220,10 @@ entry's confidence and history.
         area.move_cursor((min(cursor[0], last_row), cursor[1]))
         self.base = state
         self._pending_disk = None
-        self._set_status(status)
+        if state.notice:  # not read (the path guard refused it): say why at once
+            self._set_status(state.notice, warning=True)
+        else:
+            self._set_status(status)
 
     def _ask(self, *, while_saving: bool) -> None:
         if self._asking or self._pending_disk is None:
@@ -241,3 +268,9 @@ entry's confidence and history.
     def show_error(self, message: str) -> None:
         self._saving = False
         self._set_status(message, warning=True)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line for the status bar and a notification."""
+    text = (exc.strerror if isinstance(exc, OSError) and exc.strerror else None) or str(exc)
+    return " ".join(text.split()) or type(exc).__name__
