@@ -44,7 +44,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..engine.engine import MemoryEngine
-from ..engine.fileio import ConcurrentEditError, read_markdown, sha256_text
+from ..engine.fileio import (
+    ConcurrentEditError,
+    encode_exact,
+    read_markdown,
+    sha256_bytes,
+    sha256_text,
+)
 from ..engine.metadata import INACTIVE_STATES, EntryMeta, format_meta, new_entry_id, split_meta
 from ..engine.store import MemoryEntry, file_lines, normalize_entry_text, parse_entries
 from ..engine.workspace import MEMORY_DIR, MEMORY_FILE, date_for_path
@@ -865,7 +871,9 @@ class Consolidator:
             )
 
         def replace(text: str) -> str:
-            if text != proposal.base_text:
+            # ``text`` is the exact decoding of the bytes on disk (a byte that is not UTF-8 is
+            # a lone surrogate), ``base_text`` the shown one (U+FFFD): compare the bytes.
+            if sha256_bytes(encode_exact(text)) != proposal.base_hash:
                 raise StaleProposalError()
             return proposal.text
 
