@@ -21,7 +21,7 @@ from chat_support import ROOT, memdeck_env, run_memdeck, start_memdeck
 
 from tui.engine.embeddings import Embedder, count_tokens_batch
 from tui.engine.engine import MemoryEngine
-from tui.engine.index import IndexLockedError, MemoryIndex
+from tui.engine.index import IndexLockedError, MemoryIndex, _IndexReplaced
 from tui.engine.workspace import Workspace
 
 #: Upper bound for anything a test waits for; a hang fails instead of blocking forever.
@@ -269,6 +269,24 @@ def test_a_reindex_by_another_engine_is_followed(tmp_path: Path, embedder: Embed
     assert _found(other, "narwhal") and _found(app, "narwhal")
     assert app.index.pending_embeddings() == 0
     other.close()
+    app.close()
+
+
+def test_a_write_started_on_a_replaced_file_is_redone_on_the_live_one(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    root = _workspace(tmp_path)
+    db = root / ".memdeck" / "index.db"
+    app = MemoryEngine(root, embedder=embedder)
+    app.sync()
+    MemoryEngine(root, embedder=embedder).reindex()  # swapped in after app's last check
+    # A write transaction taken on the old file notices the swap before writing anything.
+    with pytest.raises(_IndexReplaced), app.index._writing() as conn:
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('stale', 'write')")
+    # sync_file redoes it on the live file (the check before each call reopens it).
+    (root / "MEMORY.md").write_text(MEMORY + "- Repaired the narwhal gate\n", encoding="utf-8")
+    assert app.index.sync_file("MEMORY.md").files_changed == 1
+    assert _live_chunks_with(db, "narwhal gate") == 1 and not app.index.replaced()
     app.close()
 
 
