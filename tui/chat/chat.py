@@ -28,7 +28,7 @@ from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
 from .config import Config, load_config
-from .consolidate import Consolidator
+from .consolidation import Consolidator
 from .events import (
     ChatEvent,
     Compacted,
@@ -45,8 +45,9 @@ from .events import (
 )
 from .flush import DailyLogFlusher
 from .sessions import SessionError, SessionStore, Transcript, new_id
+from .state import WorkspaceState, local_now
 from .tools import MemoryTools, ToolArgumentError, ToolResult, parse_arguments
-from .triggers import TriggerManager, WorkspaceState, local_now
+from .triggers import TriggerManager
 
 SYSTEM_PROMPT = """You are memdeck, a helpful assistant in the user's terminal. You remember \
 the user across conversations.

@@ -12,7 +12,7 @@ from typing import Any
 from ..cli import CliError, command
 from .chat import ChatEngine
 from .config import ConfigError, check_setting, load_config
-from .consolidate import ConsolidationError, Proposal
+from .consolidation import ConsolidationError, Proposal
 from .events import (
     Compacted,
     CompactionFailed,
