@@ -312,14 +312,6 @@ class ChatEngine:
         async for event in self._answer(session_id, messages, tools, silent=False):
             yield event
 
-    async def compact(self, session_id: str) -> AsyncIterator[ChatEvent]:
-        """Compact a session now (the silent memory turn, the flush, then the summary)."""
-        injection = await asyncio.to_thread(self.preview_injection, "")
-        messages = await self._request_messages(session_id, injection.text)
-        estimate = self.estimate_tokens(messages, self.tools.definitions())
-        async for event in self._compact(session_id, injection.text, estimate):
-            yield event
-
     async def _request_messages(self, session_id: str, injection_text: str) -> list[dict[str, Any]]:
         transcript = await asyncio.to_thread(self.sessions.load, session_id)
         compaction = transcript.last_compaction
