@@ -186,8 +186,8 @@ class DailyLogFlusher:
             return _process_locks.setdefault(key, threading.Lock())
 
     def _lock_timeout(self) -> float:
-        config = self.llm.config
-        return config.request_timeout * (config.max_retries + 1) + 30.0
+        settings = self.llm.settings
+        return settings.request_timeout * (settings.max_retries + 1) + 30.0
 
     # -- public --
 

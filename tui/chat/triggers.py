@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
+from .config import TriggerSettings
 from .events import FlushOutcome, FlushStarted, TriggerEvent, TriggerListenerEvent, TriggerName
 from .flush import DailyLogFlusher
 from .state import WorkspaceState, local_now
@@ -38,18 +39,12 @@ class TriggerManager:
         flusher: DailyLogFlusher,
         *,
         state: WorkspaceState | None = None,
-        idle_minutes: float = 5.0,
-        flush_on_blur: bool = True,
-        blur_debounce_seconds: float = 3.0,
-        tick_seconds: float = 15.0,
+        settings: TriggerSettings | None = None,
         clock: Callable[[], datetime] = local_now,
     ) -> None:
         self.flusher = flusher
         self.state = state or WorkspaceState(flusher.memory.workspace)
-        self.idle = timedelta(minutes=idle_minutes)
-        self.flush_on_blur = flush_on_blur
-        self.blur_debounce = timedelta(seconds=blur_debounce_seconds)
-        self.tick_seconds = tick_seconds
+        self.configure(settings or TriggerSettings())
         self.clock = clock
         self.active_session_id: str | None = None
         self.last_events: dict[str, TriggerEvent] = {}
@@ -62,6 +57,13 @@ class TriggerManager:
         self._touched: set[str] = set()
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def configure(self, settings: TriggerSettings) -> None:
+        """Apply ``[triggers]``: the idle time, the background flush and the timer's tick."""
+        self.idle = timedelta(minutes=settings.idle_minutes)
+        self.flush_on_blur = settings.flush_on_blur
+        self.blur_debounce = timedelta(seconds=settings.blur_debounce_seconds)
+        self.tick_seconds = settings.tick_seconds
 
     # -- listeners --
 

@@ -56,9 +56,9 @@ HISTORY_TAIL_BYTES = 256 * 1024
 class Consolidator:
     """Proposes, accepts and rejects consolidations of one workspace's MEMORY.md.
 
-    ``every_days`` / ``max_days`` default to the config's ``consolidate_every_days`` /
-    ``consolidate_max_days`` (read from ``llm.config`` at each call, so a reconfigured
-    engine only has to set :attr:`llm`).
+    ``every_days``: days between offered consolidations (``consolidate_every_days``; 0 or
+    less: only on demand); ``max_days``: the most days of daily logs read by default
+    (``consolidate_max_days``).
     """
 
     def __init__(
@@ -67,14 +67,14 @@ class Consolidator:
         llm: LLMClient,
         *,
         state: WorkspaceState | None = None,
-        every_days: int | None = None,
-        max_days: int | None = None,
+        every_days: int = 1,
+        max_days: int = 7,
         clock: Callable[[], datetime] = local_now,
     ) -> None:
         self.memory = memory
         self.llm = llm
         self.state = state or WorkspaceState(memory.workspace)
-        self._every_days = every_days
+        self.every_days = every_days
         self._max_days = max_days
         self.clock = clock
         self._rejection_cache: tuple[tuple[int, int], date | None] | None = None
@@ -82,19 +82,13 @@ class Consolidator:
     # -- settings and state --
 
     @property
-    def every_days(self) -> int:
-        """Days between offered consolidations; 0 or less: only on demand."""
-        if self._every_days is not None:
-            return self._every_days
-        return int(getattr(self.llm.config, "consolidate_every_days", 1))
-
-    @property
     def max_days(self) -> int:
         """The most days of daily logs read by default (at least 1)."""
-        value = self._max_days
-        if value is None:
-            value = int(getattr(self.llm.config, "consolidate_max_days", 7))
-        return max(1, value)
+        return max(1, self._max_days)
+
+    @max_days.setter
+    def max_days(self, value: int) -> None:
+        self._max_days = value
 
     def _state(self) -> dict[str, Any]:
         value = self.state.read().get(STATE_KEY)
