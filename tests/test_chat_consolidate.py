@@ -17,7 +17,7 @@ from fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config import load_config
-from tui.chat.consolidate import (
+from tui.chat.consolidation import (
     ConsolidationError,
     NothingToConsolidate,
     ProposalRefused,

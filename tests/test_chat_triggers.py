@@ -13,7 +13,7 @@ from fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.events import FlushStarted, TriggerEvent
-from tui.chat.triggers import WorkspaceState
+from tui.chat.state import WorkspaceState
 
 #: Today at 10:00 local: messages written by the tests carry today's real date.
 T0 = datetime.now().astimezone().replace(hour=10, minute=0, second=0, microsecond=0)

@@ -133,8 +133,3 @@ def test_errors_are_one_clear_line_without_traceback(tmp_path):
     )
     usage = memdeck("--workspace", str(tmp_path), "search")
     assert usage.returncode != 0 and "Traceback" not in usage.stderr
-
-
-def test_engine_imports_no_textual():
-    code = "import sys, tui.engine.engine, tui.cli; sys.exit(1 if 'textual' in sys.modules else 0)"
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -115,7 +115,7 @@ async def memdeck_assembly(base_url: str) -> tuple[tuple[float, float], int]:
             "stream_usage": False,
         },
     )
-    llm = LLMClient(config)
+    llm = LLMClient(config.llm)
     started, cpu = time.perf_counter(), time.process_time()
     size = 0
     async for piece in llm.stream_chat([{"role": "user", "content": "go"}]):

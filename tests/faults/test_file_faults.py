@@ -31,7 +31,7 @@ from chat_support import (
 from fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
-from tui.chat.consolidate import StaleProposalError
+from tui.chat.consolidation import StaleProposalError
 from tui.chat.tools import MemoryTools
 from tui.engine import fileio
 from tui.engine.engine import MemoryEngine

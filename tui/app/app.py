@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from tui.app.session_list import SessionList
     from tui.app.workspace_watcher import WorkspaceWatcher
     from tui.chat.chat import ChatEngine
-    from tui.chat.consolidate import Proposal
+    from tui.chat.consolidation import Proposal
     from tui.engine.index import SyncReport
 
 #: Actions that need the engine (disabled until it is open).
@@ -755,7 +755,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
     def _propose_consolidation(self) -> None:
-        from tui.chat.consolidate import ConsolidationError
+        from tui.chat.consolidation import ConsolidationError
 
         try:
             proposal = self.engine.consolidator.propose()
@@ -782,7 +782,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
     def _decide_consolidation(self, proposal: Proposal, choice: str) -> None:
-        from tui.chat.consolidate import ConsolidationError
+        from tui.chat.consolidation import ConsolidationError
 
         consolidator = self.engine.consolidator
         if choice == "reject":

@@ -14,7 +14,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from tui.chat.chat import ChatEngine
-    from tui.chat.consolidate import Proposal
+    from tui.chat.consolidation import Proposal
     from tui.chat.events import FlushOutcome, TriggerListenerEvent
     from tui.chat.sessions import SessionInfo, Transcript
     from tui.engine.index import SyncReport

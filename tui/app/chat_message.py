@@ -3,7 +3,6 @@ calls inline, errors and notices, in the order they happened."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Literal
 
@@ -17,6 +16,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from tui.app.streaming_markdown import StreamingMarkdown
 from tui.app.tool_call_view import ToolCallView
+from tui.engine.markdown import inside_fence
 
 Role = Literal["user", "assistant"]
 
@@ -31,14 +31,6 @@ STREAM_MAX_INTERVAL = 0.5
 #: A streamed text segment is closed at the next blank line (outside a code fence) once it is
 #: this long, and the rest goes on in a new one.
 SEGMENT_CHARS = 2500
-
-_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
-
-
-def inside_fence(text: str) -> bool:
-    """True when ``text`` ends inside an open code fence."""
-    return len(_FENCE.findall(text)) % 2 == 1
-
 
 #: What a message header says for each role.
 ROLE_LABELS = {"user": "you", "assistant": "memdeck"}

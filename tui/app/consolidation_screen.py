@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from tui.chat.consolidate import Proposal
+from tui.chat.consolidation import Proposal
 
 Decision = Literal["accept", "reject"]
 

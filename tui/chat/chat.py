@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
 from .config import Config, load_config
-from .consolidate import Consolidator
+from .consolidation import Consolidator
 from .events import (
     ChatEvent,
     Compacted,
@@ -45,8 +45,9 @@ from .events import (
 )
 from .flush import DailyLogFlusher
 from .sessions import SessionError, SessionStore, Transcript, new_id
+from .state import WorkspaceState, local_now
 from .tools import MemoryTools, ToolArgumentError, ToolResult, parse_arguments
-from .triggers import TriggerManager, WorkspaceState, local_now
+from .triggers import TriggerManager
 
 SYSTEM_PROMPT = """You are memdeck, a helpful assistant in the user's terminal. You remember \
 the user across conversations.
@@ -110,20 +111,24 @@ class ChatEngine:
         self.config = config
         self.memory = memory
         self.sessions = sessions or SessionStore(memory.workspace)
-        self.llm = llm or LLMClient(config)
+        self.llm = llm or LLMClient(config.llm, config_file=config.source)
         self.clock = clock
         self.tools = MemoryTools(memory, today=lambda: self.clock().date())
         self.flusher = DailyLogFlusher(memory, self.sessions, self.llm, clock=clock)
         self.triggers = TriggerManager(
             self.flusher,
             state=WorkspaceState(memory.workspace),
-            idle_minutes=config.idle_minutes,
-            flush_on_blur=config.flush_on_blur,
-            blur_debounce_seconds=config.blur_debounce_seconds,
-            tick_seconds=config.tick_seconds,
+            settings=config.triggers,
             clock=clock,
         )
-        self.consolidator = Consolidator(memory, self.llm, state=self.triggers.state, clock=clock)
+        self.consolidator = Consolidator(
+            memory,
+            self.llm,
+            state=self.triggers.state,
+            every_days=config.triggers.consolidate_every_days,
+            max_days=config.memory.consolidate_max_days,
+            clock=clock,
+        )
 
     @classmethod
     def open(
@@ -138,11 +143,11 @@ class ChatEngine:
         Call ``engine.memory.sync()`` (and ``load_model()``) from a worker before relying on search.
         """
         config = config or load_config()
-        root = workspace if workspace is not None else config.workspace
+        root = workspace if workspace is not None else config.memory.workspace
         memory = MemoryEngine(
             Workspace.open(root, create=create),
-            search_options=config.search_options(),
-            injection_options=config.injection_options(),
+            search_options=config.memory.search_options(),
+            injection_options=config.memory.injection_options(),
         )
         return cls(config, memory)
 
@@ -153,16 +158,14 @@ class ChatEngine:
         """
         self.config = config
         self.llm.close()
-        self.llm = LLMClient(config)
+        self.llm = LLMClient(config.llm, config_file=config.source)
         self.flusher.llm = self.llm
         self.consolidator.llm = self.llm
-        self.memory.search_options = config.search_options()
-        self.memory.injection_options = config.injection_options()
-        triggers = self.triggers
-        triggers.idle = timedelta(minutes=config.idle_minutes)
-        triggers.flush_on_blur = config.flush_on_blur
-        triggers.blur_debounce = timedelta(seconds=config.blur_debounce_seconds)
-        triggers.tick_seconds = config.tick_seconds
+        self.consolidator.every_days = config.triggers.consolidate_every_days
+        self.consolidator.max_days = config.memory.consolidate_max_days
+        self.memory.search_options = config.memory.search_options()
+        self.memory.injection_options = config.memory.injection_options()
+        self.triggers.configure(config.triggers)
 
     def close(self) -> None:
         """Release the index connections and the HTTP client."""
@@ -180,7 +183,7 @@ class ChatEngine:
         """The memory block the next turn would inject for ``draft``, with its report. Blocking
         but quick (BM25 + one query embedding when the model is loaded): the live preview."""
         return self.memory.inject(
-            draft, budget=self.config.injection_budget, now=self.clock().date()
+            draft, budget=self.config.memory.injection_budget, now=self.clock().date()
         )
 
     def system_prompt(self, injection_text: str, compaction_summary: str | None = None) -> str:
@@ -251,7 +254,7 @@ class ChatEngine:
     def bounded(self, text: str) -> str:
         """``text`` cut to ``max_answer_chars`` with the truncation notice: what a request may
         carry of one message, whatever an older transcript holds."""
-        limit = self.config.max_answer_chars
+        limit = self.config.llm.max_answer_chars
         if len(text) <= limit:
             return text
         return text[:limit] + TRUNCATED_NOTICE.format(limit=limit)
@@ -272,7 +275,7 @@ class ChatEngine:
     @property
     def compaction_limit(self) -> int:
         """Estimated tokens at which a session is compacted."""
-        return max(1, self.config.context_window - self.config.compaction_reserve)
+        return max(1, self.config.llm.context_window - self.config.llm.compaction_reserve)
 
     # -- a turn --
 
@@ -311,14 +314,6 @@ class ChatEngine:
         async for event in self._answer(session_id, messages, tools, silent=False):
             yield event
 
-    async def compact(self, session_id: str) -> AsyncIterator[ChatEvent]:
-        """Compact a session now (the silent memory turn, the flush, then the summary)."""
-        injection = await asyncio.to_thread(self.preview_injection, "")
-        messages = await self._request_messages(session_id, injection.text)
-        estimate = self.estimate_tokens(messages, self.tools.definitions())
-        async for event in self._compact(session_id, injection.text, estimate):
-            yield event
-
     async def _request_messages(self, session_id: str, injection_text: str) -> list[dict[str, Any]]:
         transcript = await asyncio.to_thread(self.sessions.load, session_id)
         compaction = transcript.last_compaction
@@ -339,7 +334,7 @@ class ChatEngine:
     ) -> AsyncIterator[ChatEvent]:
         """Request, stream, run tools, repeat until the model answers without tools."""
         offered = {t["function"]["name"] for t in tools}
-        rounds = max_rounds or self.config.max_tool_rounds
+        rounds = max_rounds or self.config.llm.max_tool_rounds
         for _ in range(rounds):
             end: StreamEnd | None = None
             streamed: list[str] = []
@@ -372,7 +367,7 @@ class ChatEngine:
             extra: dict[str, Any] = {"silent": True} if silent else {}
             text = end.text
             if end.truncated:
-                notice = TRUNCATED_NOTICE.format(limit=self.config.max_answer_chars)
+                notice = TRUNCATED_NOTICE.format(limit=self.config.llm.max_answer_chars)
                 text += notice
                 extra["truncated"] = True
                 if not silent:
@@ -443,7 +438,7 @@ class ChatEngine:
         if call.name not in offered:
             result = ToolResult.error("unknown_tool", f"there is no tool named {call.name!r}")
         elif call.oversized:
-            limit = self.config.max_tool_argument_chars
+            limit = self.config.llm.max_tool_argument_chars
             result = ToolResult.error(
                 "too_large",
                 f"the arguments of {call.name} were {call.arguments_chars:,} characters; at most "
@@ -507,7 +502,7 @@ class ChatEngine:
             ids = [m.id for m in transcript.messages]
             cut = ids.index(start_id) if start_id in ids else 0
             live = [m for m in live if m.index > cut]
-        keep_from = max(0, len(live) - max(1, self.config.compaction_keep_messages))
+        keep_from = max(0, len(live) - max(1, self.config.llm.compaction_keep_messages))
         while keep_from > 0 and live[keep_from].role != "user":
             keep_from -= 1  # start the kept part at a user message
         older, kept = live[:keep_from], live[keep_from:]

@@ -16,9 +16,10 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import NO_KEY_PLACEHOLDER, Config, display_url
+from .config import NO_KEY_PLACEHOLDER, LLMSettings, display_url
 from .events import ErrorKind
 
 if TYPE_CHECKING:  # the SDK takes over a second to import: only when a request is made
@@ -101,10 +102,12 @@ StreamPiece = StreamText | StreamUsage | StreamEnd
 
 
 class LLMClient:
-    """Async streaming for chat turns, sync completions for summaries, for one :class:`Config`."""
+    """Async streaming for chat turns, sync completions for summaries, for one server
+    (:class:`LLMSettings`; ``config_file`` is where a problem tells the user to fix it)."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def __init__(self, settings: LLMSettings, *, config_file: Path | None = None) -> None:
+        self.settings = settings
+        self.config_file = config_file
         self._sync: openai.OpenAI | None = None
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
@@ -114,15 +117,15 @@ class LLMClient:
     @property
     def problem(self) -> str | None:
         """Why chat cannot work (one line telling how to configure it), or None."""
-        return self.config.llm_problem()
+        return self.settings.problem(self.config_file)
 
     @property
     def model(self) -> str | None:
-        return self.config.effective_model
+        return self.settings.effective_model
 
     @property
     def summary_model(self) -> str | None:
-        return self.config.effective_summary_model
+        return self.settings.effective_summary_model
 
     def _require(self) -> None:
         problem = self.problem
@@ -130,7 +133,7 @@ class LLMClient:
             raise LLMError("config", problem)
 
     def _client_options(self) -> dict[str, Any]:
-        config = self.config
+        config = self.settings
         key = config.api_key or NO_KEY_PLACEHOLDER
         options: dict[str, Any] = {
             "base_url": config.effective_base_url,
@@ -176,7 +179,7 @@ class LLMClient:
     def secrets(self) -> list[str | None]:
         """Every key this process knows of, for :func:`redact`."""
         return [
-            self.config.api_key,
+            self.settings.api_key,
             os.environ.get("OPENAI_API_KEY"),
             os.environ.get("MEMDECK_API_KEY"),
         ]
@@ -191,8 +194,8 @@ class LLMClient:
         request: dict[str, Any] = {"model": model or self.model, "messages": messages}
         if tools:
             request["tools"] = tools
-        if self.config.temperature is not None:
-            request["temperature"] = self.config.temperature
+        if self.settings.temperature is not None:
+            request["temperature"] = self.settings.temperature
         return request
 
     async def stream_chat(
@@ -207,11 +210,11 @@ class LLMClient:
         self._require()
         request = self._request(messages, model, tools)
         request["stream"] = True
-        if self.config.stream_usage:
+        if self.settings.stream_usage:
             request["stream_options"] = {"include_usage": True}
         started = False
         text_parts: list[str] = []
-        text_room = self.config.max_answer_chars
+        text_room = self.settings.max_answer_chars
         truncated = False
         calls: dict[int, _CallBuffer] = {}
         finish_reason: str | None = None
@@ -239,7 +242,7 @@ class LLMClient:
                             if truncated:
                                 break
                         for fragment in (delta.tool_calls or []) if delta is not None else []:
-                            _add_fragment(calls, fragment, self.config.max_tool_argument_chars)
+                            _add_fragment(calls, fragment, self.settings.max_tool_argument_chars)
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
                     if truncated:
@@ -297,21 +300,21 @@ class LLMClient:
     def _classify(self, exc: BaseException, mid_stream: bool) -> LLMError:
         import openai
 
-        url = display_url(self.config.effective_base_url)
+        url = display_url(self.settings.effective_base_url)
         detail = self.redact(_server_message(exc))
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(
-                "timeout", f"{url} did not answer within {self.config.request_timeout:g} s"
+                "timeout", f"{url} did not answer within {self.settings.request_timeout:g} s"
             )
         if isinstance(exc, openai.APIConnectionError):
             if mid_stream:
                 return LLMError("malformed", f"the answer stream from {url} broke off ({detail})")
             return LLMError("connection", f"could not connect to {url} ({detail})")
         if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            hint = self.config.withheld_key or (
+            hint = self.settings.withheld_key or (
                 "no API key is configured for this server"
-                if not self.config.api_key
-                else f"check the key from {self.config.api_key_source}"
+                if not self.settings.api_key
+                else f"check the key from {self.settings.api_key_source}"
             )
             return LLMError(
                 "auth", f"{url} refused the request ({exc.status_code}: {detail}); {hint}"

@@ -24,6 +24,12 @@ theme = "memdeck-dark"
 "app.flush" = "ctrl+f"
 ```
 
+Each table is a frozen dataclass (:class:`LLMSettings`, :class:`MemorySettings`,
+:class:`TriggerSettings`, :class:`UISettings`; ``[keymap]`` is a plain table) and each part of
+memdeck is handed its own: the LLM client ``config.llm``, the memory engine
+``config.memory``, the triggers ``config.triggers``, the UI ``config.ui`` and ``config.keymap``.
+The file is read with ``tomllib`` and written back with ``tomlkit`` (comments preserved).
+
 Precedence, lowest first: defaults, the file, the environment (``OPENAI_BASE_URL``,
 ``MEMDECK_MODEL``, ``MEMDECK_WORKSPACE`` and ``MEMDECK_<FIELD>`` for any field), then
 ``overrides`` (CLI flags).
@@ -42,13 +48,16 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field, fields, make_dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import platformdirs
+import tomlkit
+import tomlkit.exceptions
 
 from ..engine.fileio import atomic_write_text, lock_for
 from ..engine.inject import InjectionOptions
@@ -59,8 +68,6 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 #: Sent as the bearer token when no key is configured for a server (Ollama & co. ignore it).
 NO_KEY_PLACEHOLDER = "memdeck-no-key"
-
-SECTIONS = ("llm", "memory", "triggers", "ui", "keymap")
 
 #: Environment variables that are not simply ``MEMDECK_<FIELD>``.
 ENV_ALIASES = {"OPENAI_BASE_URL": "base_url"}
@@ -79,8 +86,7 @@ class ConfigError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-def _field(
-    section: str,
+def setting(
     default: Any,
     doc: str,
     *,
@@ -88,9 +94,9 @@ def _field(
     secret: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """A setting: its TOML table, its doc, the ``range`` every number must lie in, and whether
+    """A setting of a section: its doc, the ``range`` every number must lie in, and whether
     it is ``secret`` (its value never appears in an error message)."""
-    metadata: dict[str, Any] = {"section": section, "doc": doc}
+    metadata: dict[str, Any] = {"doc": doc}
     if range is not None:
         metadata["range"] = range
     if secret:
@@ -98,184 +104,70 @@ def _field(
     return field(default=default, metadata=metadata, **kwargs)
 
 
-@dataclass(frozen=True)
-class Config:
-    """Every knob of memdeck. Each field says what it does; ``section`` is its TOML table."""
+def resolved(doc: str) -> Any:
+    """A value :func:`load_config` works out (never read from the file as such)."""
+    return field(default=None, compare=False, metadata={"doc": doc, "resolved": True})
 
-    # -- [llm] --
-    base_url: str | None = _field(
-        "llm",
-        None,
-        "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1; unset means OpenAI.",
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """``[llm]``: the OpenAI-compatible server, its models, and the limits of a turn."""
+
+    base_url: str | None = setting(
+        None, "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1; unset means OpenAI."
     )
-    api_key: str | None = _field(
-        "llm",
+    api_key: str | None = setting(
         None,
         "The key sent to base_url. Resolved by load_config (see the module docstring); never logged.",
         secret=True,
         repr=False,
     )
-    model: str | None = _field(
-        "llm", None, f"Chat model; with OpenAI and no model set, {DEFAULT_OPENAI_MODEL}."
+    model: str | None = setting(
+        None, f"Chat model; with OpenAI and no model set, {DEFAULT_OPENAI_MODEL}."
     )
-    summary_model: str | None = _field(
-        "llm", None, "Model for flush and compaction summaries (default: model)."
+    summary_model: str | None = setting(
+        None, "Model for flush and compaction summaries (default: model)."
     )
-    context_window: int = _field(
-        "llm", 32768, "The chat model's context window in tokens.", range=(256, 100_000_000)
+    context_window: int = setting(
+        32768, "The chat model's context window in tokens.", range=(256, 100_000_000)
     )
-    compaction_reserve: int = _field(
-        "llm",
+    compaction_reserve: int = setting(
         4096,
         "Compaction starts when a session's estimated tokens reach context_window minus this.",
         range=(0, 100_000_000),
     )
-    compaction_keep_messages: int = _field(
-        "llm",
-        6,
-        "Recent messages kept verbatim after a compaction.",
-        range=(1, 10_000),
+    compaction_keep_messages: int = setting(
+        6, "Recent messages kept verbatim after a compaction.", range=(1, 10_000)
     )
-    request_timeout: float = _field(
-        "llm",
-        60.0,
-        "Seconds without an answer before a request fails.",
-        range=(0.1, 3600),
+    request_timeout: float = setting(
+        60.0, "Seconds without an answer before a request fails.", range=(0.1, 3600)
     )
-    max_retries: int = _field(
-        "llm",
+    max_retries: int = setting(
         2,
         "Retries of connection errors, 429 and 5xx (with backoff) before a turn fails.",
         range=(0, 20),
     )
-    max_tool_rounds: int = _field(
-        "llm",
-        8,
-        "Model requests per turn before a tool-calling loop is stopped.",
-        range=(1, 100),
+    max_tool_rounds: int = setting(
+        8, "Model requests per turn before a tool-calling loop is stopped.", range=(1, 100)
     )
-    max_tool_argument_chars: int = _field(
-        "llm",
+    max_tool_argument_chars: int = setting(
         65_536,
         "Longest arguments of one tool call; longer ones are refused (a tool error the model sees).",
         range=(1_024, 16_777_216),
     )
-    max_answer_chars: int = _field(
-        "llm",
+    max_answer_chars: int = setting(
         200_000,
         "Longest answer stored and sent back; the rest is cut with a visible notice.",
         range=(1_000, 10_000_000),
     )
-    temperature: float | None = _field(
-        "llm", None, "Sampling temperature (server default).", range=(0, 2)
+    temperature: float | None = setting(
+        None, "Sampling temperature (server default).", range=(0, 2)
     )
-    stream_usage: bool = _field(
-        "llm", True, "Ask the server for token usage at the end of a stream."
+    stream_usage: bool = setting(True, "Ask the server for token usage at the end of a stream.")
+    api_key_source: str | None = resolved("Where api_key came from (never the key itself).")
+    withheld_key: str | None = resolved(
+        "Names a key that exists but was not sent to base_url, and why."
     )
-    # -- [memory] --
-    workspace: str | None = _field(
-        "memory", None, "Memory workspace folder (default: the platform data dir)."
-    )
-    injection_budget: int = _field(
-        "memory",
-        2000,
-        "Tokens of memory injected into the system prompt per turn.",
-        range=(0, 1_000_000),
-    )
-    memory_share: float = _field(
-        "memory",
-        0.6,
-        "Largest share of the budget MEMORY.md takes when search results compete.",
-        range=(0, 1),
-    )
-    max_results: int = _field("memory", 6, "Search results per query.", range=(1, 1000))
-    min_score: float = _field(
-        "memory", 0.3, "Minimum relevance of a search result (0..1).", range=(0, 1)
-    )
-    candidate_multiplier: int = _field(
-        "memory",
-        4,
-        "Candidates per method = max_results times this.",
-        range=(1, 100),
-    )
-    vector_weight: float = _field(
-        "memory", 0.7, "Weight of vector similarity in the hybrid score.", range=(0, 1000)
-    )
-    text_weight: float = _field(
-        "memory", 0.3, "Weight of BM25 text relevance in the hybrid score.", range=(0, 1000)
-    )
-    half_life_days: float = _field(
-        "memory",
-        30.0,
-        "Age at which a daily-log entry's recency factor halves.",
-        range=(0.01, 36_500),
-    )
-    decay: bool = _field("memory", True, "Rank recent daily-log entries higher.")
-    mmr: bool = _field("memory", False, "Diversify results (maximal marginal relevance).")
-    mmr_lambda: float = _field("memory", 0.7, "MMR trade-off: 1 = relevance only.", range=(0, 1))
-    threshold: float | None = _field(
-        "memory",
-        None,
-        "Threshold mode: every result above this relevance, no fixed cap.",
-        range=(0, 1),
-    )
-    consolidate_max_days: int = _field(
-        "memory",
-        7,
-        "Consolidation reads the daily logs since the last one, at most this many days back.",
-        range=(1, 3650),
-    )
-    # -- [triggers] --
-    idle_minutes: float = _field(
-        "triggers",
-        5.0,
-        "Flush the active session after this many minutes without a message.",
-        range=(0.1, 10_080),
-    )
-    flush_on_blur: bool = _field(
-        "triggers", True, "Flush when the terminal loses focus (the app goes to the background)."
-    )
-    blur_debounce_seconds: float = _field(
-        "triggers",
-        3.0,
-        "Focus must stay lost this long before the background flush runs.",
-        range=(0, 3600),
-    )
-    tick_seconds: float = _field(
-        "triggers",
-        15.0,
-        "How often the trigger timer checks idle time and the date.",
-        range=(0.01, 3600),
-    )
-    consolidate_every_days: int = _field(
-        "triggers",
-        1,
-        "Offer a consolidation of MEMORY.md every this many days (0: only on demand).",
-        range=(0, 3650),
-    )
-    # -- [ui] --
-    theme: str = _field("ui", "memdeck-dark", "Theme name (built-in or from themes/).")
-    # -- [keymap] --
-    keymap: dict[str, str] = field(
-        default_factory=dict,
-        metadata={"section": "keymap", "doc": "Binding id -> key, e.g. app.flush = ctrl+f."},
-    )
-    # -- resolved, not read from the file --
-    api_key_source: str | None = field(
-        default=None,
-        compare=False,
-        metadata={"doc": "Where api_key came from (never the key itself)."},
-    )
-    withheld_key: str | None = field(
-        default=None,
-        compare=False,
-        metadata={"doc": "Names a key that exists but was not sent to base_url, and why."},
-    )
-    source: Path | None = field(
-        default=None, compare=False, metadata={"doc": "The config file read, if any."}
-    )
-
-    # -- derived views --
 
     @property
     def effective_base_url(self) -> str:
@@ -299,9 +191,10 @@ class Config:
         """The model used for summaries."""
         return self.summary_model or self.effective_model
 
-    def llm_problem(self) -> str | None:
-        """None when chat can work; else one line telling the user how to configure it."""
-        where = self.source or config_path()
+    def problem(self, config_file: Path | None = None) -> str | None:
+        """None when chat can work; else one line telling the user how to configure it (in
+        ``config_file``, default :func:`config_path`)."""
+        where = config_file or config_path()
         if self.is_openai and not self.api_key:
             return (
                 "no LLM configured: set OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL and "
@@ -315,8 +208,50 @@ class Config:
             )
         return None
 
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """``[memory]``: the workspace, what is searched and injected, and consolidation's reach."""
+
+    workspace: str | None = setting(
+        None, "Memory workspace folder (default: the platform data dir)."
+    )
+    injection_budget: int = setting(
+        2000, "Tokens of memory injected into the system prompt per turn.", range=(0, 1_000_000)
+    )
+    memory_share: float = setting(
+        0.6,
+        "Largest share of the budget MEMORY.md takes when search results compete.",
+        range=(0, 1),
+    )
+    max_results: int = setting(6, "Search results per query.", range=(1, 1000))
+    min_score: float = setting(0.3, "Minimum relevance of a search result (0..1).", range=(0, 1))
+    candidate_multiplier: int = setting(
+        4, "Candidates per method = max_results times this.", range=(1, 100)
+    )
+    vector_weight: float = setting(
+        0.7, "Weight of vector similarity in the hybrid score.", range=(0, 1000)
+    )
+    text_weight: float = setting(
+        0.3, "Weight of BM25 text relevance in the hybrid score.", range=(0, 1000)
+    )
+    half_life_days: float = setting(
+        30.0, "Age at which a daily-log entry's recency factor halves.", range=(0.01, 36_500)
+    )
+    decay: bool = setting(True, "Rank recent daily-log entries higher.")
+    mmr: bool = setting(False, "Diversify results (maximal marginal relevance).")
+    mmr_lambda: float = setting(0.7, "MMR trade-off: 1 = relevance only.", range=(0, 1))
+    threshold: float | None = setting(
+        None, "Threshold mode: every result above this relevance, no fixed cap.", range=(0, 1)
+    )
+    consolidate_max_days: int = setting(
+        7,
+        "Consolidation reads the daily logs since the last one, at most this many days back.",
+        range=(1, 3650),
+    )
+
     def search_options(self) -> SearchOptions:
-        """The engine's search knobs from this config."""
+        """The engine's search knobs."""
         return SearchOptions(
             max_results=self.max_results,
             min_score=self.min_score,
@@ -331,17 +266,161 @@ class Config:
         )
 
     def injection_options(self) -> InjectionOptions:
-        """The engine's injection knobs from this config."""
+        """The engine's injection knobs."""
         return InjectionOptions(budget_tokens=self.injection_budget, memory_share=self.memory_share)
 
-    def field_docs(self) -> dict[str, str]:
-        """``name -> doc`` of every field that can be set in the file (for help screens)."""
-        return {f.name: f.metadata["doc"] for f in _FILE_FIELDS.values()}
+
+@dataclass(frozen=True)
+class TriggerSettings:
+    """``[triggers]``: when sessions are flushed to the daily log and consolidation offered."""
+
+    idle_minutes: float = setting(
+        5.0,
+        "Flush the active session after this many minutes without a message.",
+        range=(0.1, 10_080),
+    )
+    flush_on_blur: bool = setting(
+        True, "Flush when the terminal loses focus (the app goes to the background)."
+    )
+    blur_debounce_seconds: float = setting(
+        3.0, "Focus must stay lost this long before the background flush runs.", range=(0, 3600)
+    )
+    tick_seconds: float = setting(
+        15.0, "How often the trigger timer checks idle time and the date.", range=(0.01, 3600)
+    )
+    consolidate_every_days: int = setting(
+        1,
+        "Offer a consolidation of MEMORY.md every this many days (0: only on demand).",
+        range=(0, 3650),
+    )
+
+
+@dataclass(frozen=True)
+class UISettings:
+    """``[ui]``: how the terminal UI looks."""
+
+    theme: str = setting("memdeck-dark", "Theme name (built-in or from themes/).")
+
+
+#: The tables of config.toml with settings of their own (``[keymap]`` maps binding ids to keys).
+SECTION_TYPES: dict[str, type] = {
+    "llm": LLMSettings,
+    "memory": MemorySettings,
+    "triggers": TriggerSettings,
+    "ui": UISettings,
+}
+SECTIONS = (*SECTION_TYPES, "keymap")
+_SECTION_NAMES = {
+    section: [f.name for f in fields(kind)] for section, kind in SECTION_TYPES.items()
+}
+
+
+def _record_fields() -> list[tuple[str, Any, Any]]:
+    """Every section's fields side by side, each tagged with its ``section`` (resolved values
+    are not), then ``keymap`` and ``source``."""
+    found: list[tuple[str, Any, Any]] = []
+    for section, kind in SECTION_TYPES.items():
+        hints = typing.get_type_hints(kind)
+        for spec in fields(kind):
+            metadata = dict(spec.metadata)
+            if not metadata.get("resolved"):
+                metadata["section"] = section
+            copy = field(
+                default=spec.default, repr=spec.repr, compare=spec.compare, metadata=metadata
+            )
+            found.append((spec.name, hints[spec.name], copy))
+    found.append(
+        (
+            "keymap",
+            dict[str, str],
+            field(
+                default_factory=dict,
+                metadata={
+                    "section": "keymap",
+                    "doc": "Binding id -> key, e.g. app.flush = ctrl+f.",
+                },
+            ),
+        )
+    )
+    source_doc = {"doc": "The config file read, if any."}
+    found.append(("source", Path | None, field(default=None, compare=False, metadata=source_doc)))
+    return found
+
+
+#: The whole file as one record, by setting name: what the environment (``MEMDECK_<NAME>``),
+#: CLI overrides and :func:`save_config` address. Setting names are unique across sections.
+_ConfigRecord = make_dataclass(
+    "_ConfigRecord", _record_fields(), frozen=True, namespace={"__module__": __name__}
+)
+
+
+@dataclass(frozen=True)
+class Config(_ConfigRecord):  # type: ignore[misc, valid-type]
+    """Every knob of memdeck. Each part of the app is handed its section (:attr:`llm`,
+    :attr:`memory`, :attr:`triggers`, :attr:`ui`, :attr:`keymap`); every setting can also be
+    read by its name (``config.idle_minutes``), and ``fields(Config)`` says its ``section``.
+    """
+
+    @cached_property
+    def llm(self) -> LLMSettings:
+        """``[llm]``, with the key load_config chose for base_url."""
+        return LLMSettings(**self._section("llm"))
+
+    @cached_property
+    def memory(self) -> MemorySettings:
+        """``[memory]``."""
+        return MemorySettings(**self._section("memory"))
+
+    @cached_property
+    def triggers(self) -> TriggerSettings:
+        """``[triggers]``."""
+        return TriggerSettings(**self._section("triggers"))
+
+    @cached_property
+    def ui(self) -> UISettings:
+        """``[ui]``."""
+        return UISettings(**self._section("ui"))
+
+    def _section(self, section: str) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _SECTION_NAMES[section]}
+
+    # -- shortcuts to the sections' derived views --
+
+    @property
+    def effective_base_url(self) -> str:
+        """The URL requests go to."""
+        return self.llm.effective_base_url
+
+    @property
+    def is_openai(self) -> bool:
+        """True when requests go to OpenAI's own API."""
+        return self.llm.is_openai
+
+    @property
+    def effective_model(self) -> str | None:
+        """The chat model, with OpenAI's default filled in."""
+        return self.llm.effective_model
+
+    @property
+    def effective_summary_model(self) -> str | None:
+        """The model used for summaries."""
+        return self.llm.effective_summary_model
+
+    def llm_problem(self) -> str | None:
+        """None when chat can work; else one line telling the user how to configure it."""
+        return self.llm.problem(self.source)
+
+    def search_options(self) -> SearchOptions:
+        """The engine's search knobs from this config."""
+        return self.memory.search_options()
+
+    def injection_options(self) -> InjectionOptions:
+        """The engine's injection knobs from this config."""
+        return self.memory.injection_options()
 
 
 _FILE_FIELDS = {f.name: f for f in fields(Config) if "section" in f.metadata}
 _TYPES = typing.get_type_hints(Config)
-_RESOLVED_FIELDS = ("api_key_source", "withheld_key", "source")
 
 
 def is_openai_url(url: str | None) -> bool:
@@ -648,86 +727,42 @@ def _resolve_key(
 # -- writing --
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    raise TypeError(f"cannot write {value!r} to TOML")
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
-
-
-def _set_line(lines: list[str], section: str, key: str, rendered: str | None) -> None:
-    """Replace, insert or (``rendered`` None) remove ``key = ...`` in ``[section]``."""
-    start = end = None
-    current = None
-    for index, raw in enumerate(lines):
-        header = re.match(r"^\s*\[\s*([^\]]+?)\s*\]", raw)
-        if header:
-            if current == section and end is None:
-                end = index
-            current = header.group(1).strip().strip('"')
-            if current == section:
-                start, end = index, None
-            continue
-        if current == section:
-            match = re.match(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_.-]+))\s*=""", raw)
-            if match and key in (match.group(1), match.group(2), match.group(3)):
-                if rendered is None:
-                    del lines[index]
-                else:
-                    lines[index] = f"{_toml_key(key)} = {rendered}"
-                return
-    if rendered is None:
-        return
-    if start is None:
-        if lines and lines[-1].strip():
-            lines.append("")
-        lines.extend([f"[{section}]", f"{_toml_key(key)} = {rendered}"])
-        return
-    insert_at = len(lines) if end is None else end
-    while insert_at > start + 1 and not lines[insert_at - 1].strip():
-        insert_at -= 1
-    lines.insert(insert_at, f"{_toml_key(key)} = {rendered}")
-
-
 def save_config(changes: Mapping[str, Any], path: Path | str | None = None) -> Path:
-    """Write ``changes`` (field name -> value, ``None`` removes the setting) into the config file.
+    """Write ``changes`` (setting name -> value, ``None`` removes the setting) into the config
+    file.
 
-    Only the named settings change; other lines and comments stay as they are. For ``keymap``
-    the given bindings are merged into the ``[keymap]`` table. The file is validated before it
-    is replaced atomically, and it is created (and kept) readable by its owner only (0600),
-    since it may hold an API key. Returns the path written.
+    Only the named settings change; other lines and comments stay as they are (``tomlkit``
+    edits the document in place). For ``keymap`` the given bindings are merged into the
+    ``[keymap]`` table. The file is validated before it is replaced atomically, and it is
+    created (and kept) readable by its owner only (0600), since it may hold an API key.
+    Returns the path written.
     """
     file_path = Path(path).expanduser() if path is not None else config_path()
     file_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_for(file_path):
         text = file_path.read_text(encoding="utf-8") if file_path.exists() else ""
-        lines = text.splitlines()
+        try:
+            document = tomlkit.parse(text)
+        except tomlkit.exceptions.ParseError as exc:
+            raise ConfigError(f"not valid TOML: {exc}", file_path) from exc
         for name, value in changes.items():
             spec = _FILE_FIELDS.get(name)
             if spec is None:
                 raise ConfigError(f"unknown setting {name!r}", file_path)
             if name == "keymap":
-                for binding, key in (value or {}).items():
-                    _set_line(lines, "keymap", binding, None if key is None else _toml_value(key))
+                bindings = {k: v for k, v in (value or {}).items()}
+                _set_values(document, "keymap", bindings, file_path)
                 continue
             if value is not None:
                 try:
                     value = check_setting(name, value)
                 except ValueError as exc:
                     raise ConfigError(str(exc), file_path) from exc
-            rendered = None if value is None else _toml_value(value)
-            _set_line(lines, spec.metadata["section"], name, rendered)
-        new_text = "\n".join(lines).strip("\n") + "\n"
+            _set_values(document, spec.metadata["section"], {name: value}, file_path)
+        new_text = tomlkit.dumps(document).strip("\n") + "\n"
         try:
             tomllib.loads(new_text)
-        except tomllib.TOMLDecodeError as exc:  # pragma: no cover - our writer is the bug
+        except tomllib.TOMLDecodeError as exc:  # pragma: no cover - the writer is the bug
             raise ConfigError(f"refusing to write invalid TOML ({exc})", file_path) from exc
         if not file_path.exists():
             os.close(os.open(file_path, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -735,3 +770,21 @@ def save_config(changes: Mapping[str, Any], path: Path | str | None = None) -> P
         atomic_write_text(file_path, new_text)
     read_config_file(file_path)
     return file_path
+
+
+def _set_values(
+    document: tomlkit.TOMLDocument, section: str, values: Mapping[str, Any], path: Path
+) -> None:
+    """Set (or, for ``None``, remove) ``values`` in the ``[section]`` table of ``document``."""
+    table = document.get(section)
+    if table is None:
+        if all(value is None for value in values.values()):
+            return
+        table = document[section] = tomlkit.table()
+    if not isinstance(table, MutableMapping):
+        raise ConfigError(f"{section!r} must be a table such as [{section}]", path)
+    for key, value in values.items():
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value

@@ -41,6 +41,7 @@ from filelock import Timeout
 
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, lock_for
+from ..engine.markdown import is_heading, parse_heading, strip_bullet
 from ..engine.metadata import EntryMeta, format_meta
 from ..engine.store import EntryBatch, has_tag, normalize_entry_text, parse_entries
 from ..engine.workspace import MEMORY_FILE, WorkspaceError
@@ -85,8 +86,6 @@ _DAILY_RE = re.compile(
     r"##\s*Daily Summary\s*\n(.*?)(?=^##\s*Long-term Facts|\Z)", re.S | re.I | re.M
 )
 _FACTS_RE = re.compile(r"^##\s*Long-term Facts\s*\n(.*)\Z", re.S | re.I | re.M)
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
-_HEADING = re.compile(r"^\s*#{1,6}\s+")
 
 _process_locks: dict[tuple[str, str], threading.Lock] = {}
 _process_locks_guard = threading.Lock()
@@ -96,6 +95,12 @@ def crash_point(name: str) -> None:
     """Fault injection: SIGKILL this process if ``MEMDECK_CRASH_AT`` names this point."""
     if os.environ.get(CRASH_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _demoted(line: str) -> str:
+    """A summary line, a heading made level 3 so it stays inside its daily-log entry."""
+    heading = parse_heading(line)
+    return f"### {heading[1]}".rstrip() if heading is not None else line.rstrip()
 
 
 def parse_summary(text: str) -> tuple[str, list[str]]:
@@ -113,15 +118,12 @@ def parse_summary(text: str) -> tuple[str, list[str]]:
         summary = text[: facts_match.start()]
     else:
         summary = text
-    summary_lines = [
-        _HEADING.sub("### ", line) if _HEADING.match(line) else line.rstrip()
-        for line in summary.strip().splitlines()
-    ]
+    summary_lines = [_demoted(line) for line in summary.strip().splitlines()]
     facts: list[str] = []
     if facts_match:
         for line in facts_match.group(1).splitlines():
-            fact = _BULLET.sub("", line).strip()
-            if not fact or _HEADING.match(line) or fact.strip(".").lower() in ("none", "n/a"):
+            fact = strip_bullet(line).strip()
+            if not fact or is_heading(line) or fact.strip(".").lower() in ("none", "n/a"):
                 continue
             facts.append(fact)
     return "\n".join(summary_lines).strip(), facts
@@ -184,8 +186,8 @@ class DailyLogFlusher:
             return _process_locks.setdefault(key, threading.Lock())
 
     def _lock_timeout(self) -> float:
-        config = self.llm.config
-        return config.request_timeout * (config.max_retries + 1) + 30.0
+        settings = self.llm.settings
+        return settings.request_timeout * (settings.max_retries + 1) + 30.0
 
     # -- public --
 

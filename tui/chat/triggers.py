@@ -18,107 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from ..engine.fileio import atomic_write_text, lock_for
-from ..engine.workspace import Workspace
+from .config import TriggerSettings
 from .events import FlushOutcome, FlushStarted, TriggerEvent, TriggerListenerEvent, TriggerName
 from .flush import DailyLogFlusher
+from .state import WorkspaceState, local_now
 
 Listener = Callable[[TriggerListenerEvent], None]
-
-
-def local_now() -> datetime:
-    """Now, local time, timezone-aware."""
-    return datetime.now().astimezone()
-
-
-class WorkspaceState:
-    """Small persisted facts about the app's use of a workspace: ``.memdeck/state.json``.
-
-    ``last_active_date`` (the day-change check at start-up), ``last_active_session``, the last
-    outcome of each trigger (the stats panel) and the reason a session's flush was last skipped.
-    """
-
-    def __init__(self, workspace: Workspace) -> None:
-        self.path: Path = workspace.state_dir / "state.json"
-
-    def read(self) -> dict[str, Any]:
-        """The whole state (empty when missing or unreadable)."""
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """Read, change in place, write atomically, under the file's lock."""
-        with lock_for(self.path):
-            data = self.read()
-            change(data)
-            atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-            return data
-
-    @property
-    def last_active_date(self) -> date | None:
-        value = self.read().get("last_active_date")
-        try:
-            return date.fromisoformat(value) if value else None
-        except ValueError:
-            return None
-
-    @property
-    def last_active_session(self) -> str | None:
-        return self.read().get("last_active_session")
-
-    def mark_active(self, day: date, session_id: str | None) -> None:
-        """Remember the day (and session) the user was last active."""
-
-        def change(data: dict[str, Any]) -> None:
-            data["last_active_date"] = day.isoformat()
-            if session_id:
-                data["last_active_session"] = session_id
-
-        self.update(change)
-
-    def record(self, event: TriggerEvent) -> None:
-        """Keep the last outcome per trigger and per-session skip reasons."""
-        outcome = event.outcome
-
-        def change(data: dict[str, Any]) -> None:
-            data.setdefault("triggers", {})[event.trigger] = {
-                "at": event.at.isoformat(timespec="seconds"),
-                "session": event.session_id,
-                "reason": event.reason,
-                "status": outcome.status,
-                "messages": outcome.messages,
-                "detail": outcome.detail,
-            }
-            skipped = data.setdefault("skipped", {})
-            if event.session_id and outcome.status in ("skipped", "failed"):
-                skipped[event.session_id] = {
-                    "at": event.at.isoformat(timespec="seconds"),
-                    "trigger": event.trigger,
-                    "detail": outcome.detail,
-                }
-            elif event.session_id and outcome.status == "flushed":
-                skipped.pop(event.session_id, None)
-
-        self.update(change)
-
-    def last_triggers(self) -> dict[str, dict[str, Any]]:
-        """``trigger -> {at, session, reason, status, messages, detail}`` of the last firing."""
-        return dict(self.read().get("triggers", {}))
-
-    def skip_reason(self, session_id: str) -> str | None:
-        """Why the session's last flush was skipped or failed (None once it flushed)."""
-        entry = self.read().get("skipped", {}).get(session_id)
-        return entry.get("detail") if entry else None
 
 
 class TriggerManager:
@@ -129,18 +39,12 @@ class TriggerManager:
         flusher: DailyLogFlusher,
         *,
         state: WorkspaceState | None = None,
-        idle_minutes: float = 5.0,
-        flush_on_blur: bool = True,
-        blur_debounce_seconds: float = 3.0,
-        tick_seconds: float = 15.0,
+        settings: TriggerSettings | None = None,
         clock: Callable[[], datetime] = local_now,
     ) -> None:
         self.flusher = flusher
         self.state = state or WorkspaceState(flusher.memory.workspace)
-        self.idle = timedelta(minutes=idle_minutes)
-        self.flush_on_blur = flush_on_blur
-        self.blur_debounce = timedelta(seconds=blur_debounce_seconds)
-        self.tick_seconds = tick_seconds
+        self.configure(settings or TriggerSettings())
         self.clock = clock
         self.active_session_id: str | None = None
         self.last_events: dict[str, TriggerEvent] = {}
@@ -153,6 +57,13 @@ class TriggerManager:
         self._touched: set[str] = set()
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def configure(self, settings: TriggerSettings) -> None:
+        """Apply ``[triggers]``: the idle time, the background flush and the timer's tick."""
+        self.idle = timedelta(minutes=settings.idle_minutes)
+        self.flush_on_blur = settings.flush_on_blur
+        self.blur_debounce = timedelta(seconds=settings.blur_debounce_seconds)
+        self.tick_seconds = settings.tick_seconds
 
     # -- listeners --
 

@@ -11,19 +11,16 @@ unit of its own. With ``units=False`` entries are packed into ~``target_tokens``
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from .markdown import is_fence, match_bullet, parse_heading
 from .metadata import CONFIDENCE_LEVELS, split_meta
 from .workspace import MEMORY_FILE, date_for_path
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
-_HEADING_START = re.compile(r"#{1,6}(?=[ \t]|$)")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_BULLET = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
 
 
 @dataclass(frozen=True)
@@ -42,21 +39,6 @@ class ChunkParams:
         if self.units:
             return f"md-units-v2:{self.target_tokens}/{self.context_entries}"
         return f"md-v1:{self.target_tokens}/{self.overlap_tokens}"
-
-
-def parse_heading(line: str) -> tuple[int, str] | None:
-    """``(level, title)`` of an ATX heading line, else None. Linear time on any line."""
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3:
-        return None
-    match = _HEADING_START.match(stripped)
-    if not match:
-        return None
-    title = stripped[match.end() :].strip()
-    closing = title.rstrip("#")
-    if closing != title and (not closing or closing[-1] in " \t"):
-        title = closing.rstrip()
-    return len(match.group(0)), title
 
 
 @dataclass(frozen=True)
@@ -141,7 +123,7 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
             assert current is not None
             current.lines.append(visible)
             current.end = number
-            if _FENCE.match(visible):
+            if is_fence(visible):
                 in_fence = False
                 close()
             continue
@@ -156,12 +138,12 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
             headings.append((level, title))
             blocks.append(_Block(number, number, [visible], heading_path(), is_heading=True))
             continue
-        if _FENCE.match(visible):
+        if is_fence(visible):
             close()
             current = _Block(number, number, [visible], heading_path())
             in_fence = True
             continue
-        bullet = _BULLET.match(visible)
+        bullet = match_bullet(visible)
         indent = len(visible) - len(visible.lstrip())
         starts_block = current is None or (
             bullet is not None and (bullet_indent < 0 or indent <= bullet_indent)

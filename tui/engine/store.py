@@ -26,15 +26,13 @@ from .fileio import (
     replace_file,
     sha256_bytes,
 )
+from .markdown import is_fence, is_heading, match_bullet
 from .metadata import EntryMeta, new_entry_id, split_meta, with_meta
 from .workspace import MEMORY_FILE, PathRefusedError, Workspace
 
 MEMORY_TEMPLATE = "# Long-term Memory\n\n"
 
-_ENTRY_HEADING = re.compile(r"^#{1,6}\s")
-_ENTRY_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
-_ENTRY_BULLET = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+")
 
 
 @dataclass(frozen=True)
@@ -105,14 +103,14 @@ def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
     while index < len(lines):
         raw = lines[index]
         visible, meta = split_meta(raw.removeprefix("\ufeff") if index == 0 else raw)
-        if _ENTRY_FENCE.match(visible):
+        if is_fence(visible):
             in_fence = not in_fence
             index += 1
             continue
-        if in_fence or not visible.strip() or _ENTRY_HEADING.match(visible):
+        if in_fence or not visible.strip() or is_heading(visible):
             index += 1
             continue
-        bullet = _ENTRY_BULLET.match(visible)
+        bullet = match_bullet(visible)
         block = [raw]
         texts = [visible[bullet.end() :] if bullet else visible.strip()]
         if bullet:
@@ -123,7 +121,7 @@ def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
                 nxt_indent = len(nxt_visible) - len(nxt_visible.lstrip())
                 if not nxt_visible.strip() or nxt_indent <= indent:
                     break
-                if _ENTRY_BULLET.match(nxt_visible) and nxt_indent <= indent:
+                if match_bullet(nxt_visible) and nxt_indent <= indent:
                     break
                 block.append(nxt)
                 texts.append(nxt_visible.strip())

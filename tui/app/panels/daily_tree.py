@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -16,10 +15,8 @@ from textual.widgets.tree import TreeNode
 from tui.app.messages import DailyLogsLoaded
 from tui.app.panels.base import EnginePanel, format_source
 from tui.engine.engine import MemoryEngine
+from tui.engine.markdown import is_fence, parse_heading
 from tui.engine.workspace import MEMORY_DIR, date_for_path
-
-_ENTRY_HEADING = re.compile(r"^##\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -61,12 +58,12 @@ def outline_entries(text: str) -> list[LogEntry]:
     starts: list[tuple[int, str]] = []
     in_fence = False
     for number, line in enumerate(lines, start=1):
-        if _FENCE.match(line):
+        if is_fence(line):
             in_fence = not in_fence
             continue
-        match = None if in_fence else _ENTRY_HEADING.match(line)
-        if match:
-            starts.append((number, match.group(1)))
+        heading = None if in_fence else parse_heading(line)
+        if heading is not None and heading[0] == 2:
+            starts.append((number, heading[1]))
     entries = []
     for index, (start, title) in enumerate(starts):
         end = starts[index + 1][0] - 1 if index + 1 < len(starts) else len(lines)

@@ -1,4 +1,5 @@
-"""The ``memdeck`` command: the TUI with no subcommand, scriptable engine commands otherwise."""
+"""``memdeck search``, ``memdeck inject``, ``memdeck reindex`` and ``memdeck stats``: the memory
+engine from a shell (no model request, no Textual)."""
 
 from __future__ import annotations
 
@@ -7,36 +8,14 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import date
-from pathlib import Path
 
-from .engine.embeddings import EmbeddingError
-from .engine.fileio import ConcurrentEditError
-from .engine.index import DatabaseError, IndexLockedError, is_busy
-from .engine.workspace import WorkspaceError
-
-#: Subcommands register here: name -> (configure parser, run). Other modules add theirs.
-Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-COMMANDS: dict[str, tuple[str, Command]] = {}
-
-
-class CliError(Exception):
-    """An error worth one clear line and a non-zero exit."""
-
-
-def command(name: str, help: str) -> Callable[[Command], Command]:
-    """Register a subcommand."""
-
-    def register(spec: Command) -> Command:
-        COMMANDS[name] = (help, spec)
-        return spec
-
-    return register
+from .registry import CliError, Command
 
 
 def open_engine(args: argparse.Namespace, *, create: bool = False):  # -> MemoryEngine
     """The engine for ``--workspace`` (or its default). Engine commands never create a workspace by accident."""
-    from .engine.engine import MemoryEngine
-    from .engine.workspace import Workspace
+    from ..engine.engine import MemoryEngine
+    from ..engine.workspace import Workspace
 
     workspace = Workspace.open(args.workspace, create=create)
     engine = MemoryEngine(workspace)
@@ -80,7 +59,7 @@ def _number(text: str) -> int | float | str:
 
 def _checked(setting: str, value: object, option: str) -> object:
     """``value`` checked like the config's ``setting`` (type and range), or a one-line error."""
-    from .chat.config import check_setting
+    from ..chat.config import check_setting
 
     try:
         return check_setting(setting, value, option)
@@ -266,88 +245,15 @@ def _run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-command("search", "hybrid search with the score breakdown")((_configure_search, _run_search))
-command("inject", "show the memory block the next prompt would get")(
-    (_configure_inject, _run_inject)
-)
-command("reindex", "rebuild the index from the Markdown files")((lambda p: None, _run_reindex))
-command("stats", "files, chunks, index size")((_configure_stats, _run_stats))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="memdeck", description="A terminal chat whose assistant remembers."
-    )
-    parser.add_argument(
-        "--workspace",
-        type=Path,
-        default=None,
-        help="memory workspace (default: $MEMDECK_WORKSPACE or the platform data dir)",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (help_text, (configure, run)) in COMMANDS.items():
-        child = sub.add_parser(name, help=help_text, description=help_text)
-        configure(child)
-        child.set_defaults(run=run)
-    return parser
-
-
-def _load_plugins() -> None:
-    """Import modules that register more subcommands (chat, TUI) when they exist."""
-    import importlib
-
-    for module in ("tui.chat.cli",):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if not exc.name or not module.startswith(exc.name):
-                raise
-
-
-def run_tui(args: argparse.Namespace) -> int:
-    """Open the terminal UI."""
-    try:
-        from .app.main import run_app
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("tui.app"):
-            raise CliError("the terminal UI is not built yet; try `memdeck search QUERY`") from exc
-        raise
-    return run_app(args)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memdeck`` console script."""
-    _load_plugins()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        run = getattr(args, "run", None)
-        return run(args) if run else run_tui(args)
-    except (CliError, WorkspaceError, EmbeddingError, ConcurrentEditError, IndexLockedError) as exc:
-        print(f"memdeck: error: {exc}", file=sys.stderr)
-        return 2
-    except DatabaseError as exc:
-        if is_busy(exc):  # locked is never broken: waiting is the cure, not a reindex
-            print(
-                f"memdeck: error: the index is locked by another process ({exc})", file=sys.stderr
-            )
-            return 2
-        print(
-            f"memdeck: error: the index could not be used ({exc}); run `memdeck reindex`",
-            file=sys.stderr,
-        )
-        return 2
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"memdeck: error:{where} {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    # Run through the imported module so subcommands registered by plugins land in its COMMANDS.
-    from tui.cli import main as package_main
-
-    sys.exit(package_main())
+COMMANDS = {
+    "search": Command(
+        "hybrid search with the score breakdown", _configure_search, _run_search
+    ),
+    "inject": Command(
+        "show the memory block the next prompt would get", _configure_inject, _run_inject
+    ),
+    "reindex": Command(
+        "rebuild the index from the Markdown files", lambda parser: None, _run_reindex
+    ),
+    "stats": Command("files, chunks, index size", _configure_stats, _run_stats),
+}

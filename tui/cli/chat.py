@@ -9,11 +9,10 @@ import json
 import sys
 from typing import Any
 
-from ..cli import CliError, command
-from .chat import ChatEngine
-from .config import ConfigError, check_setting, load_config
-from .consolidate import ConsolidationError, Proposal
-from .events import (
+from ..chat.chat import ChatEngine
+from ..chat.config import ConfigError, check_setting, load_config
+from ..chat.consolidation import ConsolidationError, Proposal
+from ..chat.events import (
     Compacted,
     CompactionFailed,
     CompactionStarted,
@@ -24,7 +23,8 @@ from .events import (
     TurnDone,
     TurnError,
 )
-from .sessions import SessionError, UnloggedMessagesError
+from ..chat.sessions import SessionError, UnloggedMessagesError
+from .registry import CliError, Command
 
 
 def _add_llm_flags(parser: argparse.ArgumentParser) -> None:
@@ -355,13 +355,21 @@ def _run_consolidate(args: argparse.Namespace) -> int:
         engine.close()
 
 
-command("ask", "ask one question (streams the answer; tool calls on stderr)")(
-    (_configure_ask, _run_ask)
-)
-command("flush", "log new messages of a session (or all) to the daily log now")(
-    (_configure_flush, _run_flush)
-)
-command("sessions", "list chat sessions (rename, delete)")((_configure_sessions, _run_sessions))
-command("consolidate", "propose an updated MEMORY.md from recent daily logs; show the diff")(
-    (_configure_consolidate, _run_consolidate)
-)
+COMMANDS = {
+    "ask": Command(
+        "ask one question (streams the answer; tool calls on stderr)", _configure_ask, _run_ask
+    ),
+    "flush": Command(
+        "log new messages of a session (or all) to the daily log now",
+        _configure_flush,
+        _run_flush,
+    ),
+    "sessions": Command(
+        "list chat sessions (rename, delete)", _configure_sessions, _run_sessions
+    ),
+    "consolidate": Command(
+        "propose an updated MEMORY.md from recent daily logs; show the diff",
+        _configure_consolidate,
+        _run_consolidate,
+    ),
+}

@@ -1,0 +1,81 @@
+"""The ``memdeck`` command: the TUI with no subcommand, scriptable commands otherwise.
+
+- :mod:`.registry`: :class:`Command` and :class:`CliError` (imports no command);
+- :mod:`.memory`: ``search``, ``inject``, ``reindex``, ``stats`` (the memory engine alone);
+- :mod:`.chat`: ``ask``, ``flush``, ``sessions``, ``consolidate`` (the chat engine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..engine.embeddings import EmbeddingError
+from ..engine.fileio import ConcurrentEditError
+from ..engine.index import DatabaseError, IndexLockedError, is_busy
+from ..engine.workspace import WorkspaceError
+from . import chat, memory
+from .registry import CliError, Command
+
+#: Every subcommand by name, in the order ``memdeck --help`` lists them.
+COMMANDS: dict[str, Command] = {**memory.COMMANDS, **chat.COMMANDS}
+
+__all__ = ["COMMANDS", "CliError", "Command", "build_parser", "main", "run_tui"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="memdeck", description="A terminal chat whose assistant remembers."
+    )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        help="memory workspace (default: $MEMDECK_WORKSPACE or the platform data dir)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, configure, run) in COMMANDS.items():
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        configure(child)
+        child.set_defaults(run=run)
+    return parser
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    """Open the terminal UI."""
+    # Imported here so that the scriptable commands never load Textual.
+    from ..app.main import run_app
+
+    return run_app(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memdeck`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        run = getattr(args, "run", None)
+        return run(args) if run else run_tui(args)
+    except (CliError, WorkspaceError, EmbeddingError, ConcurrentEditError, IndexLockedError) as exc:
+        print(f"memdeck: error: {exc}", file=sys.stderr)
+        return 2
+    except DatabaseError as exc:
+        if is_busy(exc):  # locked is never broken: waiting is the cure, not a reindex
+            print(
+                f"memdeck: error: the index is locked by another process ({exc})", file=sys.stderr
+            )
+            return 2
+        print(
+            f"memdeck: error: the index could not be used ({exc}); run `memdeck reindex`",
+            file=sys.stderr,
+        )
+        return 2
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"memdeck: error:{where} {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
