@@ -49,11 +49,13 @@ def test_daily_log_units_carry_the_date_heading():
 
 
 def test_neighbour_context_is_embedded_but_not_part_of_the_unit():
-    params = ChunkParams(context_entries=1)
-    chunks = chunks_of("- first\n- second\n", path="memory/2026-11-20.md", params=params)
+    chunks = chunks_of("- first\n- second\n", path="memory/2026-11-20.md")
     assert chunks[1].text == "- second"
     assert chunks[1].embed_text == "- first\n- second"
-    assert params.fingerprint != ChunkParams().fingerprint
+    # MEMORY.md's entries stand alone: a lone preference is not diluted by its neighbour
+    facts = chunks_of("- first\n- second\n")
+    assert facts[1].embed_text == "- second"
+    assert ChunkParams(context_entries=0).fingerprint != ChunkParams().fingerprint
 
 
 def test_no_unit_exceeds_the_window_even_from_a_wall_of_headings():

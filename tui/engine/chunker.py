@@ -31,8 +31,9 @@ class ChunkParams:
     overlap_tokens: int = 32
     #: One unit per entry (True) or entries packed into overlapping windows (False).
     units: bool = True
-    #: Units only: how many preceding entries of the same section join a unit's context.
-    context_entries: int = 0
+    #: Units of daily logs: how many preceding entries of the same section are embedded and
+    #: indexed with a unit (a log is a narrative; MEMORY.md's entries stand alone).
+    context_entries: int = 1
 
     @property
     def fingerprint(self) -> str:
@@ -346,7 +347,7 @@ def _units(
             if _has_content(blocks, position):
                 continue
         context = ""
-        if params.context_entries and not block.is_heading:
+        if params.context_entries and day is not None and not block.is_heading:
             context = "\n".join(b.text for b in section[-params.context_entries :])
             section.append(block)
         chunks.append(
