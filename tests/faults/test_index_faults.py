@@ -431,7 +431,7 @@ def test_consolidation_accepts_a_memory_file_with_a_non_utf8_byte(tmp_path: Path
             assert "Keeps two hives now" in memory_file.read_text(encoding="utf-8")
 
             # A real change on disk since the proposal is still refused.
-            from tui.chat.consolidate import StaleProposalError
+            from tui.chat.consolidation import StaleProposalError
 
             memory_file.write_bytes(raw)
             again = chat.consolidator.propose()
