@@ -600,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
             return fmt(exp.overall((*row, column)))
 
         report.add(
-            "### Experiment: chunk size × weights / decay (hybrid, overall recall)\n\n"
+            "### Experiment: units × scoring options (hybrid, overall recall)\n\n"
             + "Chunk sizes: "
             + "; ".join(f"{k}: {v}" for k, v in sizes.items())
             + ". `inject` = the app's injection (packed by score until the 2,000-token budget is full, default min_score "
