@@ -584,6 +584,9 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         info = message.info
         self.session_list.reload()
         if message.first_message is None:
+            if self.chat_pane.busy:  # an answer started meanwhile: the new session waits
+                self.notify("still answering — Escape stops it, then switch", severity="warning")
+                return
             await self.chat_pane.show_transcript(None)  # a new session is empty
         self._open(info.id)
         self.header.session_title = info.title
