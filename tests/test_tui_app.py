@@ -27,11 +27,11 @@ from textual.pilot import Pilot
 from textual.widgets import Markdown, Static
 
 from tui.app.app import MemdeckApp
-from tui.app.chat_input import ChatInput
-from tui.app.chat_pane import transcript_messages
-from tui.app.help_screen import HelpScreen
-from tui.app.setup_explainer import SetupExplainer
+from tui.app.screens.help_screen import HelpScreen
 from tui.app.themes import load_themes, parse_theme
+from tui.app.widgets.chat_input import ChatInput
+from tui.app.widgets.chat_pane import transcript_messages
+from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.chat.chat import ChatEngine
 from tui.chat.config import Config
 from tui.chat.sessions import SessionStore
@@ -139,9 +139,9 @@ async def ready(pilot: Pilot) -> MemdeckApp:
     """Wait for the start-up work: index synced, model state known, first preview shown."""
     app = pilot.app
     assert isinstance(app, MemdeckApp)
-    await wait_until(pilot, lambda: app.header.chunks is not None, "the index")
-    await wait_until(pilot, lambda: app.header.model_state != "loading", "the model")
-    panel = app.memory_panels.injection_panel
+    await wait_until(pilot, lambda: app.main_screen.header.chunks is not None, "the index")
+    await wait_until(pilot, lambda: app.main_screen.header.model_state != "loading", "the model")
+    panel = app.main_screen.memory_panels.injection_panel
     await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
     return app
 
@@ -150,7 +150,7 @@ async def send(pilot: Pilot, text: str) -> None:
     """Type ``text`` into the message box and press Enter; wait for the answer to finish."""
     app = pilot.app
     assert isinstance(app, MemdeckApp)
-    pane = app.chat_pane
+    pane = app.main_screen.chat_pane
     finished = pane.turns_finished
     pane.chat_input.focus()
     await pilot.press(*text, "enter")
@@ -173,7 +173,7 @@ async def test_a_message_streams_into_the_chat(engine: ChatEngine, server: FakeO
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        pane = app.chat_pane
+        pane = app.main_screen.chat_pane
         pane.chat_input.focus()
         await pilot.press(*"where am I going?", "enter")
 
@@ -199,7 +199,9 @@ async def test_a_message_streams_into_the_chat(engine: ChatEngine, server: FakeO
         # the system prompt carried the memory the preview showed
         assert "Prefers window seats" in (server.chat_requests[-1].system_prompt or "")
         await wait_until(
-            pilot, lambda: app.header.session_title == "where am I going?", "the session title"
+            pilot,
+            lambda: app.main_screen.header.session_title == "where am I going?",
+            "the session title",
         )
 
 
@@ -214,7 +216,7 @@ async def test_a_tool_call_shows_inline_and_memory_gets_the_entry(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "remember that I am learning Portuguese")
-        pane = app.chat_pane
+        pane = app.main_screen.chat_pane
         [call] = pane.tool_calls
         assert call.tool_name == "save_memory" and call.ok is True
         assert call.title.startswith("save_memory ✓ Is learning Portuguese")
@@ -229,13 +231,15 @@ async def test_a_tool_call_shows_inline_and_memory_gets_the_entry(
         body = text_of(call.query_one(".tool-call-body", Static))
         assert "Is learning Portuguese for the trip" in body and '"saved": true' in body
         # the panels follow: the editor reloads, search finds it
-        editor = app.memory_panels.memory_editor
+        editor = app.main_screen.memory_panels.memory_editor
         await wait_until(
             pilot,
             lambda: "learning Portuguese" in editor.text_area.text,
             "the MEMORY.md editor to reload",
         )
-        assert any("assistant: save_memory" in e for e in app.memory_panels.stats_panel.events)
+        assert any(
+            "assistant: save_memory" in e for e in app.main_screen.memory_panels.stats_panel.events
+        )
 
 
 async def test_errors_show_as_errors_and_the_chat_goes_on(
@@ -246,20 +250,20 @@ async def test_errors_show_as_errors_and_the_chat_goes_on(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello?")
-        error = app.chat_pane.messages[-1].query_one(".message-error", Static)
+        error = app.main_screen.chat_pane.messages[-1].query_one(".message-error", Static)
         assert "error (server)" in text_of(error)
         await send(pilot, "hello again")
-        assert app.chat_pane.messages[-1].text == "Back again."
+        assert app.main_screen.chat_pane.messages[-1].text == "Back again."
 
 
 async def test_the_preview_follows_the_draft(engine: ChatEngine) -> None:
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        panel = app.memory_panels.injection_panel
+        panel = app.main_screen.memory_panels.injection_panel
         assert panel.injection is not None
         assert "Alfama" not in panel.injection.text  # empty draft: MEMORY.md only
-        app.chat_pane.chat_input.focus()
+        app.main_screen.chat_pane.chat_input.focus()
         await pilot.press(*"which hotel in Lisbon")
         await wait_until(
             pilot,
@@ -285,7 +289,7 @@ async def test_the_preview_follows_the_draft(engine: ChatEngine) -> None:
 async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:
-    from tui.app.chat_message import SEGMENT_CHARS, inside_fence
+    from tui.app.widgets.chat_message import SEGMENT_CHARS, inside_fence
 
     block = (
         "Some words about the trip, the hotel and the train. " * 8
@@ -298,7 +302,7 @@ async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "tell me everything")
-        message = app.chat_pane.messages[-1]
+        message = app.main_screen.chat_pane.messages[-1]
         segments = list(message.query(Markdown))
         assert message.text == answer
         assert len(segments) >= 3
@@ -311,7 +315,7 @@ async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
 async def test_input_history_walks_back_and_returns_the_draft(engine: ChatEngine) -> None:
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
-        box = app.chat_pane.chat_input
+        box = app.main_screen.chat_pane.chat_input
         box.remember("first")
         box.remember("second")
         box.focus()
@@ -333,7 +337,7 @@ async def test_the_log_follows_output_only_at_the_bottom(
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        pane = app.chat_pane
+        pane = app.main_screen.chat_pane
         log = pane.log_view
         pane.send("count for me")
         await wait_until(pilot, lambda: log.max_scroll_y > 5, "an overflowing log")
@@ -368,12 +372,14 @@ async def test_the_engine_opens_after_the_first_frame(
     )
     try:
         async with app.run_test(size=SIZE) as pilot:
-            assert app.header.model == "fake-model"  # the header is there from the start
+            assert (
+                app.main_screen.header.model == "fake-model"
+            )  # the header is there from the start
             await wait_until(pilot, lambda: app.ready, "the engine and the main widgets")
             assert not app.query("#starting")
             await ready(pilot)
             assert app.engine is opened[0]
-            assert app.focused is app.chat_pane.chat_input
+            assert app.focused is app.main_screen.chat_pane.chat_input
     finally:
         for engine in opened:
             await close_engine(engine)
@@ -403,11 +409,11 @@ async def test_switching_sessions_flushes_the_one_left(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "tell me about Alfama")
-        first = app.active_session_id
+        first = app.main_screen.active_session
         assert first is not None
         await pilot.press("ctrl+n")
         await wait_until(
-            pilot, lambda: app.active_session_id not in (None, first), "the new session"
+            pilot, lambda: app.main_screen.active_session not in (None, first), "the new session"
         )
         triggers = engine.triggers
         await wait_until(
@@ -418,27 +424,31 @@ async def test_switching_sessions_flushes_the_one_left(
         assert outcome.daily_log is not None
         daily = (engine.memory.workspace.root / outcome.daily_log).read_text()
         assert "Summary number 1 of the chat." in daily
-        panels = app.memory_panels
+        panels = app.main_screen.memory_panels
         assert "session_switch" in panels.stats_panel.flushes
         await wait_until(
             pilot,
             lambda: any(log.path == outcome.daily_log for log in panels.daily_tree.logs),
             "the daily tree to show the flushed log",
         )
-        assert app.chat_pane.messages == []  # the new session is empty
+        assert app.main_screen.chat_pane.messages == []  # the new session is empty
 
         # switching back resumes the first session's transcript
-        await wait_until(pilot, lambda: len(app.session_list.infos) == 2, "two sessions listed")
-        app.session_list.option_list.focus()
-        index = [info.id for info in app.session_list.infos].index(first)
-        app.session_list.option_list.highlighted = index
+        await wait_until(
+            pilot, lambda: len(app.main_screen.session_list.infos) == 2, "two sessions listed"
+        )
+        app.main_screen.session_list.option_list.focus()
+        index = [info.id for info in app.main_screen.session_list.infos].index(first)
+        app.main_screen.session_list.option_list.highlighted = index
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(app.chat_pane.messages) == 2, "the first transcript")
-        assert app.chat_pane.transcript_text() == [
+        await wait_until(
+            pilot, lambda: len(app.main_screen.chat_pane.messages) == 2, "the first transcript"
+        )
+        assert app.main_screen.chat_pane.transcript_text() == [
             ("user", "tell me about Alfama"),
             ("assistant", "Alfama is lovely in March."),
         ]
-        assert app.header.session_title == "tell me about Alfama"
+        assert app.main_screen.header.session_title == "tell me about Alfama"
 
 
 async def test_a_resumed_session_shows_its_tool_calls(engine: ChatEngine) -> None:
@@ -474,15 +484,18 @@ async def test_a_resumed_session_shows_its_tool_calls(engine: ChatEngine) -> Non
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(
             pilot,
-            lambda: len(app.chat_pane.messages) == 2 and len(app.chat_pane.tool_calls) == 1,
+            lambda: (
+                len(app.main_screen.chat_pane.messages) == 2
+                and len(app.main_screen.chat_pane.tool_calls) == 1
+            ),
             "the resumed session with its tool call",
         )
-        assert app.active_session_id == session
-        assert app.header.session_title == "Trip notes"
-        user, assistant = app.chat_pane.messages
+        assert app.main_screen.active_session == session
+        assert app.main_screen.header.session_title == "Trip notes"
+        user, assistant = app.main_screen.chat_pane.messages
         assert user.text == "what do you know about my dog?"
         assert assistant.text == "Max, who loves the beach!"
-        [view] = app.chat_pane.tool_calls
+        [view] = app.main_screen.chat_pane.tool_calls
         assert (
             view.tool_name == "memory_search"
             and view.ok
@@ -490,9 +503,9 @@ async def test_a_resumed_session_shows_its_tool_calls(engine: ChatEngine) -> Non
         )
         assert "no answer in time" in text_of(assistant.query_one(".message-error", Static))
         # Up recalls the session's messages
-        app.chat_pane.chat_input.focus()
+        app.main_screen.chat_pane.chat_input.focus()
         await pilot.press("up")
-        assert app.chat_pane.chat_input.value == "what do you know about my dog?"
+        assert app.main_screen.chat_pane.chat_input.value == "what do you know about my dog?"
 
 
 def test_transcript_messages_keeps_the_last_ones(tmp_path: Path) -> None:
@@ -518,23 +531,25 @@ async def test_rename_and_delete(engine: ChatEngine, server: FakeOpenAI) -> None
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "plan the bike ride")
-        session = app.active_session_id
+        session = app.main_screen.active_session
         assert session is not None
-        app.action_rename_session()
+        app.main_screen.action_rename_session()
         await wait_until(pilot, lambda: app.screen.query("#rename-input"), "the rename box")
         await pilot.press("ctrl+u", *"Bike ride", "enter")
-        await wait_until(pilot, lambda: app.header.session_title == "Bike ride", "the new title")
+        await wait_until(
+            pilot, lambda: app.main_screen.header.session_title == "Bike ride", "the new title"
+        )
         assert engine.sessions.info(session).title == "Bike ride"
 
-        app.action_delete_session()
+        app.main_screen.action_delete_session()
         await wait_until(pilot, lambda: app.screen.query("#confirm-ok"), "the question")
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.active_session_id is None, "the deletion")
+        await wait_until(pilot, lambda: app.main_screen.active_session is None, "the deletion")
         assert not engine.sessions.exists(session)
         event = engine.triggers.last_events["session_delete"]
         assert event.outcome.status == "flushed"  # logged before it went to the trash
         assert (engine.sessions.trash / f"{session}.jsonl").exists()
-        assert app.chat_pane.messages == []
+        assert app.main_screen.chat_pane.messages == []
 
 
 # -- triggers, keys, quitting --
@@ -589,9 +604,9 @@ async def test_quitting_flushes_then_exits(engine: ChatEngine, server: FakeOpenA
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "bye for now")
-        session = app.active_session_id
+        session = app.main_screen.active_session
         await pilot.press("ctrl+q")
-        assert "flushing memory" in app.header.notice
+        assert "flushing memory" in app.main_screen.header.notice
         await wait_until(pilot, lambda: not app.is_running, "the app to exit")
     assert app.quit_flush_done and not app.quit_flush_pending
     event = engine.triggers.last_events["app_quit"]
@@ -613,14 +628,14 @@ def consolidation_reply(body: dict[str, Any]) -> FakeOpenAI | Any:
 async def test_consolidation_is_reviewed_then_accepted_or_rejected(
     engine: ChatEngine, server: FakeOpenAI, choice: str
 ) -> None:
-    from tui.app.consolidation_screen import ConsolidationScreen
+    from tui.app.screens.consolidation_screen import ConsolidationScreen
 
     server.responder = consolidation_reply
     app = build_app(engine, engine.memory.workspace.root.parent)
     memory_file = engine.memory.workspace.memory_file
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.action_consolidate()
+        app.main_screen.action_consolidate()
         await wait_until(
             pilot,
             lambda: (
@@ -640,7 +655,7 @@ async def test_consolidation_is_reviewed_then_accepted_or_rejected(
             await wait_until(
                 pilot, lambda: "Plans trips months ahead" in memory_file.read_text(), "the write"
             )
-            editor = app.memory_panels.memory_editor
+            editor = app.main_screen.memory_panels.memory_editor
             await wait_until(
                 pilot, lambda: "Plans trips months ahead" in editor.text_area.text, "the editor"
             )
@@ -648,7 +663,8 @@ async def test_consolidation_is_reviewed_then_accepted_or_rejected(
             await wait_until(
                 pilot,
                 lambda: any(
-                    "consolidation rejected" in e for e in app.memory_panels.stats_panel.events
+                    "consolidation rejected" in e
+                    for e in app.main_screen.memory_panels.stats_panel.events
                 ),
                 "the rejection",
             )
@@ -685,11 +701,11 @@ async def test_without_a_model_the_chat_explains_and_memory_works(
             SHOWN_CONFIG,
         ):
             assert needle in shown
-        assert app.header.model == ""
+        assert app.main_screen.header.model == ""
         # typing still previews, Enter does not send
-        app.chat_pane.chat_input.focus()
+        app.main_screen.chat_pane.chat_input.focus()
         await pilot.press(*"Lisbon hotel")
-        panel = app.memory_panels.injection_panel
+        panel = app.main_screen.memory_panels.injection_panel
         await wait_until(
             pilot,
             lambda: panel.injection is not None and "Alfama" in panel.injection.text,
@@ -697,12 +713,12 @@ async def test_without_a_model_the_chat_explains_and_memory_works(
         )
         await pilot.press("enter")
         await pilot.pause(0.1)
-        assert not app.chat_pane.busy and app.chat_pane.messages == []
+        assert not app.main_screen.chat_pane.busy and app.main_screen.chat_pane.messages == []
         assert no_llm_engine.sessions.ids() == []
-        assert app.chat_pane.chat_input.value == "Lisbon hotel"  # the draft is kept
+        assert app.main_screen.chat_pane.chat_input.value == "Lisbon hotel"  # the draft is kept
         # search works
-        app.memory_panels.explain("dog")
-        search = app.memory_panels.search_panel
+        app.main_screen.memory_panels.explain("dog")
+        search = app.main_screen.memory_panels.search_panel
         await wait_until(pilot, lambda: search.response is not None, "search results")
         assert any("Max" in r.text for r in search.response.results)  # type: ignore[union-attr]
 
@@ -713,7 +729,7 @@ async def test_without_a_model_the_chat_explains_and_memory_works(
 async def test_f1_explains_the_focused_widget_and_its_keys(engine: ChatEngine) -> None:
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
-        app.chat_pane.chat_input.focus()
+        app.main_screen.chat_pane.chat_input.focus()
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         screen = app.screen
@@ -754,7 +770,7 @@ async def test_why_jumps_to_search_with_the_last_message(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "where should I walk the dog")
-        search = app.memory_panels.search_panel
+        search = app.main_screen.memory_panels.search_panel
         await wait_until(
             pilot, lambda: search.query_text == "where should I walk the dog", "the default query"
         )
@@ -847,7 +863,7 @@ def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpen
         await send(pilot, "Where was I planning to travel?")
         await send(pilot, "Yes, somewhere quiet")
         await pilot.press(*"hotels in Lisbon")
-        panel = app.memory_panels.injection_panel
+        panel = app.main_screen.memory_panels.injection_panel
         await wait_until(
             pilot,
             lambda: (
@@ -859,7 +875,7 @@ def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpen
         )
         await wait_until(
             pilot,
-            lambda: app.memory_panels.search_panel.query_text == "Yes, somewhere quiet",
+            lambda: app.main_screen.memory_panels.search_panel.query_text == "Yes, somewhere quiet",
             "the default search",
         )
 

@@ -23,7 +23,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static, Tree
 
-from tui.app.messages import WorkspaceChanged
+from tui.app.messages import MemoryChanged
 from tui.app.panels import (
     DailyTree,
     InjectionPanel,
@@ -33,8 +33,8 @@ from tui.app.panels import (
     StatsPanel,
 )
 from tui.app.panels.base import EnginePanel
-from tui.app.panels.memory_conflict_screen import MemoryConflictScreen
 from tui.app.panels.search_panel import breakdown_cells
+from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
@@ -132,10 +132,10 @@ class WatcherHost(PanelHost):
 
     def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
-        self.changes: list[WorkspaceChanged] = []
+        self.changes: list[MemoryChanged] = []
         self.watcher = WorkspaceWatcher(engine, self._received)
 
-    def _received(self, message: WorkspaceChanged) -> None:
+    def _received(self, message: MemoryChanged) -> None:
         self.changes.append(message)
         self.query_one(MemoryPanels).post_message(message)
 

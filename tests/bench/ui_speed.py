@@ -352,11 +352,12 @@ async def stream_once(app, pilot, server: ServerProcess, tokens: int, gap: float
     """Stream one answer of ``tokens`` pieces ``gap`` seconds apart into a new session."""
     from textual.widgets import Markdown
 
-    from tui.app.chat_message import ChatMessage
+    from tui.app.widgets.chat_message import ChatMessage
 
-    session = app.active_session_id
-    app.action_new_session()
-    await _wait(lambda: app.active_session_id not in (None, session) and not app.chat_pane.messages)
+    main = app.main_screen
+    session = main.active_session
+    main.action_new_session()
+    await _wait(lambda: main.active_session not in (None, session) and not main.chat_pane.messages)
     pieces = stream_pieces(tokens)
     full = "".join(pieces)
     server.enqueue({"text": pieces, "chunk_delay": gap})
@@ -386,20 +387,20 @@ async def stream_once(app, pilot, server: ServerProcess, tokens: int, gap: float
             ticks += 1
             if ticks % 10:
                 continue  # the backlog needs a DOM query: sample it every 100 ms only
-            messages = app.chat_pane.messages
+            messages = main.chat_pane.messages
             if messages and messages[-1].role == "assistant":
                 backlog.append(len(messages[-1].text) - len(shown(messages[-1])))
 
     tick = asyncio.create_task(ticker())
-    finished = app.chat_pane.turns_finished
+    finished = main.chat_pane.turns_finished
     t_send = time.perf_counter()
-    app.chat_pane.send("stream please")
+    main.chat_pane.send("stream please")
     await _wait(lambda: len(received) >= len(pieces) - 1, 600)
     t_last = received[-1]
 
     def rendered() -> bool:
-        messages = app.chat_pane.messages
-        return app.chat_pane.turns_finished > finished and shown(messages[-1]) == full
+        messages = main.chat_pane.messages
+        return main.chat_pane.turns_finished > finished and shown(messages[-1]) == full
 
     await _wait(rendered, 120)
     await pilot.pause()
@@ -441,16 +442,17 @@ async def bench_in_app(
         engine = ChatEngine.open(config, workspace=workspace)
         app = MemdeckApp(engine, config_file=CACHE / "no-config.toml", watch=False)
         async with app.run_test(size=SIZE) as pilot:
+            main = app.main_screen
             began = time.perf_counter()
-            await _wait(lambda: app.header.model_state == "loaded", 120)
-            await _wait(lambda: app.header.chunks is not None and not app.header.progress, 600)
+            await _wait(lambda: main.header.model_state == "loaded", 120)
+            await _wait(lambda: main.header.chunks is not None and not main.header.progress, 600)
             print(
-                f"\nIn-process app on {app.header.chunks:,} chunks: model loaded and index "
+                f"\nIn-process app on {main.header.chunks:,} chunks: model loaded and index "
                 f"synced {time.perf_counter() - began:.1f} s after mount"
             )
-            panel = app.memory_panels.injection_panel
+            panel = main.memory_panels.injection_panel
             await _wait(lambda: panel.injection is not None)
-            box = app.chat_pane.chat_input
+            box = main.chat_pane.chat_input
             box.focus()
             # Remember the injection built for each draft: the preview is "updated" when the
             # panel shows exactly that object.

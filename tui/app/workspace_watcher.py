@@ -10,7 +10,7 @@ Each debounced batch of filesystem events is treated as a set of paths, and the 
 at rather than the event kinds: a tmp-then-rename save arrives as "added", a vim save as
 added+deleted of the same file, and a renamed or new folder arrives without its files (so the
 whole workspace is re-synced). The sync runs in a thread; then the ``on_change`` callback gets a
-:class:`~tui.app.messages.WorkspaceChanged` (e.g. ``memory_panels.post_message``).
+:class:`~tui.app.messages.MemoryChanged` (e.g. ``memory_panels.post_message``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
-from tui.app.messages import WorkspaceChanged
+from tui.app.messages import MemoryChanged
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
 
+#: Who changed the files, for the activity log.
+SOURCE = "changed on disk"
 #: Milliseconds of quiet before a batch of events is delivered (events arrive 60-90 ms after a write).
 DEFAULT_DEBOUNCE_MS = 400
 
@@ -94,12 +96,13 @@ class WorkspaceWatcher:
     def __init__(
         self,
         engine: MemoryEngine,
-        on_change: Callable[[WorkspaceChanged], object],
+        on_change: Callable[[MemoryChanged], object],
         *,
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         force_polling: bool | None = None,
     ) -> None:
-        """``on_change`` is called on the event loop with each batch's :class:`WorkspaceChanged`."""
+        """``on_change`` is called on the event loop with each batch's :class:`MemoryChanged`
+        (its paths are empty when the whole workspace was re-synced)."""
         self.engine = engine
         self.on_change = on_change
         self.debounce_ms = debounce_ms
@@ -144,12 +147,13 @@ class WorkspaceWatcher:
     async def _sync(self, plan: SyncPlan) -> None:
         if not plan.paths and not plan.rescan:
             return
+        changed = [] if plan.rescan else plan.paths
         try:
             if plan.rescan:
                 report = await asyncio.to_thread(self.engine.sync)
             else:
                 report = await asyncio.to_thread(self.engine.sync_paths, plan.paths)
         except Exception as exc:  # the watcher must outlive a failed sync (locked, unreadable...)
-            self.on_change(WorkspaceChanged(plan.paths, None, plan.rescan, error=str(exc)))
+            self.on_change(MemoryChanged(changed, SOURCE, error=str(exc)))
             return
-        self.on_change(WorkspaceChanged(plan.paths, report, plan.rescan))
+        self.on_change(MemoryChanged(changed, SOURCE, report))

@@ -457,7 +457,9 @@ class ChatEngine:
                 "output": result.content,
             },
         )
-        yield ToolCallFinished(call.id, call.name, result.content, result.ok, silent)
+        yield ToolCallFinished(
+            call.id, call.name, result.content, result.ok, silent, result.changed_paths
+        )
 
     async def _record_error(self, session_id: str, kind: str, message: str) -> None:
         await asyncio.to_thread(

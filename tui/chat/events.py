@@ -95,13 +95,15 @@ class ToolCallStarted:
 @dataclass(frozen=True)
 class ToolCallFinished:
     """A tool ran. ``result`` is what the model receives (a JSON-able dict); ``ok`` is False
-    for validation errors, refused paths and failures (``result["error"]`` says why)."""
+    for validation errors, refused paths and failures (``result["error"]`` says why).
+    ``changed_paths``: the memory files it wrote (workspace-relative; the index follows them)."""
 
     call_id: str
     name: str
     result: dict[str, Any]
     ok: bool
     silent: bool = False
+    changed_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -317,19 +317,17 @@ class DailyLogFlusher:
                 f"messages {record.get('first')}–{record.get('last')} {meta}"
             )
             lead = "\n" if existing.strip() else ""
-            store.append_daily(f"{lead}{heading}\n\n{summary}\n", day)
+            self.memory.append_daily(f"{lead}{heading}\n\n{summary}\n", day)
         crash_point("after_daily_append")
         facts = [str(fact) for fact in record.get("facts") or []]
-        added = store.add_entries(
+        added, _ = self.memory.save_entries(
             EntryBatch(facts, "medium", "auto", day, {"flush": flush_id}),
             unless_tagged=("flush", flush_id),
             keep=self._new_facts,
         )
         crash_point("after_memory_write")
-        embed = self.memory.model_loaded
-        if summary:
-            self.memory.index.sync_file(daily_rel, embed=embed)
-        self.memory.index.sync_file(MEMORY_FILE, embed=embed)
+        if recovered:  # what the interrupted run wrote may not be indexed yet
+            self.memory.sync_paths([daily_rel, MEMORY_FILE] if summary else [MEMORY_FILE])
         crash_point("before_pointer")
         self.sessions.append(
             session_id,

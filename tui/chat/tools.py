@@ -340,29 +340,28 @@ class MemoryTools:
         if duplicate is not None:
             entry_id = duplicate.entry_id
             result = {"saved": False, "id": entry_id, "message": "Already remembered."}
-            changed: tuple[str, ...] = ()
+            changed: list[str] = []
         else:
-            entry_id = self.memory.store.add_entry(
+            meta, saved = self.memory.save_entry(
                 content, confidence="high", source="assistant", day=self.today()
-            ).id
+            )
+            entry_id = meta.id
             result = {
                 "saved": True,
                 "id": entry_id,
                 "message": "Saved to long-term memory; it will be known in future conversations.",
             }
-            changed = (MEMORY_FILE,)
+            changed = list(saved.paths)
         retired = []
         if retire:
-            retired = self.memory.store.retire_entries(
-                retire, state="superseded", reason=why, replaced_by=entry_id
-            )
+            retired, superseded = self.memory.supersede(retire, reason=why, replaced_by=entry_id)
+            changed += superseded.paths
         if retired:
             result["superseded"] = [_brief(e) for e in retired]
             result["message"] += (
                 f" Retired {len(retired)} older memor{'y' if len(retired) == 1 else 'ies'} "
                 "(kept in the audit trail)."
             )
-            changed = (MEMORY_FILE,)
         elif supersedes:
             result["note"] = (
                 f"nothing was superseded: {_snippet(supersedes, 80)!r} is not the id or the exact "
@@ -371,9 +370,7 @@ class MemoryTools:
             )
             if candidates:
                 result["candidates"] = [_brief(e) for e in candidates]
-        if changed:
-            self.memory.index.sync_file(MEMORY_FILE, embed=self.memory.model_loaded)
-        return ToolResult(True, result, changed)
+        return ToolResult(True, result, tuple(dict.fromkeys(changed)))
 
     @staticmethod
     def _superseded_by(
@@ -506,29 +503,22 @@ class MemoryTools:
                 f"{len(found)} memories match; be more specific.",
                 matches=[f"{e.path}#L{e.start}: {_snippet(e.text, 120)}" for e in found[:10]],
             )
-        retired = self.memory.store.retire_entries(
-            found, state="forgotten", reason=f"forget_memory: {query.strip()}"
-        )
-        paths = tuple(dict.fromkeys(e.path for e in retired))
-        for rel in paths:
-            self.memory.index.sync_file(rel, embed=self.memory.model_loaded)
+        retired, change = self.memory.forget(found, reason=f"forget_memory: {query.strip()}")
         return ToolResult(
             True,
             {
                 "forgotten": [{"path": e.path, "text": _snippet(e.text, 200)} for e in retired],
                 "message": f"Forgot {len(retired)} memor{'y' if len(retired) == 1 else 'ies'}.",
             },
-            paths,
+            change.paths,
         )
 
     # -- daily log (silent pre-compaction turn only) --
 
     def append_daily_log(self, arguments: dict[str, Any]) -> ToolResult:
         """Append a note to today's daily log and index it. ``arguments`` are validated."""
-        path = self.memory.store.append_daily(arguments["content"].strip() + "\n", self.today())
-        rel = self.memory.workspace.relative(path)
-        self.memory.index.sync_file(rel, embed=self.memory.model_loaded)
-        return ToolResult(True, {"appended": rel}, (rel,))
+        change = self.memory.append_daily(arguments["content"].strip() + "\n", self.today())
+        return ToolResult(True, {"appended": change.paths[0]}, change.paths)
 
 
 def _snippet(text: str, limit: int = MAX_SNIPPET_CHARS) -> str:

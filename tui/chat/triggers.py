@@ -46,7 +46,8 @@ class TriggerManager:
         self.state = state or WorkspaceState(flusher.memory.workspace)
         self.configure(settings or TriggerSettings())
         self.clock = clock
-        self.active_session_id: str | None = None
+        self._active_session_id: str | None = None
+        self._active_source: Callable[[], str | None] | None = None
         self.last_events: dict[str, TriggerEvent] = {}
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
@@ -64,6 +65,25 @@ class TriggerManager:
         self.flush_on_blur = settings.flush_on_blur
         self.blur_debounce = timedelta(seconds=settings.blur_debounce_seconds)
         self.tick_seconds = settings.tick_seconds
+
+    # -- the active session --
+
+    def follow_active_session(self, source: Callable[[], str | None]) -> None:
+        """Read the active session from ``source`` (the UI that owns it, callable from any
+        thread) instead of keeping a copy; the lifecycle hooks then leave it to that owner."""
+        self._active_source = source
+
+    @property
+    def active_session_id(self) -> str | None:
+        """The session flushed by default (the owner's, once :meth:`follow_active_session`)."""
+        if self._active_source is not None:
+            return self._active_source()
+        return self._active_session_id
+
+    @active_session_id.setter
+    def active_session_id(self, session_id: str | None) -> None:
+        if self._active_source is None:  # else the owner decides
+            self._active_session_id = session_id
 
     # -- listeners --
 
@@ -143,9 +163,13 @@ class TriggerManager:
 
     # -- lifecycle hooks --
 
-    def switch_session(self, session_id: str | None) -> list[TriggerEvent]:
-        """Make ``session_id`` the active session; flush the previous one (session switch)."""
-        previous = self.active_session_id
+    def switch_session(
+        self, session_id: str | None, *, left: str | None = None
+    ) -> list[TriggerEvent]:
+        """Make ``session_id`` the active session; flush the previous one (session switch).
+
+        ``left``: the session left, when the owner of the active session already switched."""
+        previous = left or self.active_session_id
         self.active_session_id = session_id
         if session_id:
             self.note_activity(session_id)

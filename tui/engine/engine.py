@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
@@ -11,10 +12,20 @@ from .chunker import ChunkParams
 from .embeddings import Embedder, count_tokens, count_tokens_batch
 from .index import MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
+from .metadata import EntryMeta
 from .search import SearchOptions, SearchResponse, retrieval_text, search
-from .store import MemoryStore
+from .store import EntryBatch, MemoryEntry, MemoryStore
 from .temporal import TimeIntent, parse_time_intent
-from .workspace import Workspace
+from .workspace import MEMORY_FILE, Workspace
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """What a write changed: workspace-relative ``paths`` (the index already follows them) and
+    what re-indexing them did. No paths: nothing was written."""
+
+    paths: tuple[str, ...] = ()
+    report: SyncReport = field(default_factory=SyncReport)
 
 
 class MemoryEngine:
@@ -63,9 +74,62 @@ class MemoryEngine:
             embed=self.model_loaded if embed is None else embed, progress=progress
         )
 
-    def sync_paths(self, rel_paths: list[str]) -> SyncReport:
-        """Re-sync the files a watcher saw change."""
-        return self.index.sync_paths(rel_paths, embed=self.model_loaded)
+    def sync_paths(self, rel_paths: Sequence[str]) -> SyncReport:
+        """Re-sync these files (a watcher saw them change, or a write just changed them)."""
+        return self.index.sync_paths(list(rel_paths), embed=self.model_loaded)
+
+    # -- writing memory: every write re-indexes what it changed and says what that was --
+
+    def _changed(self, paths: Iterable[str]) -> MemoryChange:
+        unique = tuple(dict.fromkeys(paths))
+        return MemoryChange(unique, self.sync_paths(unique) if unique else SyncReport())
+
+    def save_entry(
+        self, content: str, *, confidence: str, source: str, day: date | None = None
+    ) -> tuple[EntryMeta, MemoryChange]:
+        """Append one entry to MEMORY.md (see :meth:`MemoryStore.add_entry`), then re-index it."""
+        meta = self.store.add_entry(content, confidence=confidence, source=source, day=day)
+        return meta, self._changed([MEMORY_FILE])
+
+    def save_entries(
+        self,
+        batch: EntryBatch,
+        *,
+        unless_tagged: tuple[str, str] | None = None,
+        keep: Callable[[str, Sequence[str]], Sequence[str]] | None = None,
+    ) -> tuple[list[EntryMeta], MemoryChange]:
+        """Append entries to MEMORY.md in one edit (see :meth:`MemoryStore.add_entries`), then
+        re-index it if any was written."""
+        written = self.store.add_entries(batch, unless_tagged=unless_tagged, keep=keep)
+        return written, self._changed([MEMORY_FILE] if written else [])
+
+    def forget(
+        self, entries: Sequence[MemoryEntry], *, reason: str = ""
+    ) -> tuple[list[MemoryEntry], MemoryChange]:
+        """Soft-delete entries (kept in the audit trail), then re-index their files."""
+        retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
+        return retired, self._changed(entry.path for entry in retired)
+
+    def supersede(
+        self, entries: Sequence[MemoryEntry], *, reason: str = "", replaced_by: str | None = None
+    ) -> tuple[list[MemoryEntry], MemoryChange]:
+        """Retire entries a newer one replaces (kept in the audit trail), then re-index them."""
+        retired = self.store.retire_entries(
+            entries, state="superseded", reason=reason, replaced_by=replaced_by
+        )
+        return retired, self._changed(entry.path for entry in retired)
+
+    def append_daily(self, text: str, day: date | None = None) -> MemoryChange:
+        """Append to the daily log of ``day`` (see :meth:`MemoryStore.append_daily`), then
+        re-index it; ``paths[0]`` is the log."""
+        path = self.store.append_daily(text, day)
+        return self._changed([self.workspace.relative(path)])
+
+    def replace_memory(self, text: str, expected_hash: str) -> tuple[str, MemoryChange]:
+        """Replace MEMORY.md with a whole buffer unless it changed since it was read (see
+        :meth:`MemoryStore.save_memory_text`), then re-index it. Returns the new hash."""
+        new_hash = self.store.save_memory_text(text, expected_hash)
+        return new_hash, self._changed([MEMORY_FILE])
 
     def reindex(self, *, progress: Progress | None = None) -> SyncReport:
         """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""

@@ -9,10 +9,10 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Markdown, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from tui.app.messages import DailyLogsLoaded
 from tui.app.panels.base import EnginePanel, format_source
 from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
@@ -29,7 +29,7 @@ class LogEntry:
 
 
 @dataclass(frozen=True)
-class DailyLog:
+class DailyLogOutline:
     """A daily log file, its date and its sections."""
 
     path: str
@@ -79,7 +79,7 @@ class _NodeRef:
 
     kind: str  # "month" | "log" | "entry"
     key: str
-    log: DailyLog | None = None
+    log: DailyLogOutline | None = None
     entry: LogEntry | None = None
 
 
@@ -92,6 +92,16 @@ class DailyTree(EnginePanel):
     :meth:`reload` re-reads the logs in a worker (called when flushes or edits change them);
     expanded months and dates and the shown node survive a reload.
     """
+
+    @dataclass
+    class Loaded(Message, bubble=False):
+        """Every daily log with its entries."""
+
+        logs: list[DailyLogOutline]
+
+        def can_replace(self, message: Message) -> bool:
+            """A fresher listing makes a pending one pointless."""
+            return isinstance(message, type(self))
 
     HELP = """\
 ## Daily
@@ -129,7 +139,7 @@ New entries appear as flushes write them.
         classes: str | None = None,
     ) -> None:
         super().__init__(engine, name=name, id=id, classes=classes)
-        self.logs: list[DailyLog] = []
+        self.logs: list[DailyLogOutline] = []
         self._shown: tuple[str, str] | None = None  # (log path, entry key or "") on display
 
     def compose(self) -> ComposeResult:
@@ -159,12 +169,12 @@ New entries appear as flushes write them.
             if not rel.startswith(MEMORY_DIR + "/"):
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
-            logs.append(DailyLog(rel, date_for_path(rel), text, outline_entries(text)))
+            logs.append(DailyLogOutline(rel, date_for_path(rel), text, outline_entries(text)))
         logs.sort(key=lambda log: (log.day or date.min, log.path), reverse=True)
-        self.post_message(DailyLogsLoaded(logs))
+        self.post_message(self.Loaded(logs))
 
-    @on(DailyLogsLoaded)
-    def _rebuild(self, message: DailyLogsLoaded) -> None:
+    @on(Loaded)
+    def _rebuild(self, message: Loaded) -> None:
         first_load = not self.logs
         known = {log.path for log in self.logs}
         self.logs = message.logs

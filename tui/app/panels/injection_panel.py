@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import date
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from tui.app.messages import InjectionReady
 from tui.app.panels.base import EnginePanel, format_score
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import Injection, InjectionReport
@@ -73,6 +74,14 @@ class InjectionPanel(EnginePanel):
     Call :meth:`preview` on every keystroke of the chat input; it debounces and runs the engine in
     an exclusive thread worker, so only the latest draft's block is shown.
     """
+
+    @dataclass
+    class Ready(Message, bubble=False):
+        """The injection block for ``draft`` (preview ``generation``)."""
+
+        draft: str
+        generation: int
+        injection: Injection
 
     HELP = """\
 ## Inject
@@ -173,10 +182,10 @@ updated as you type (long-term memory first, then relevant memories found for yo
     def _build_injection(self, draft: str, generation: int) -> None:
         injection = self.engine.inject(draft, budget=self.budget, now=self.now)
         if not get_current_worker().is_cancelled:
-            self.post_message(InjectionReady(draft, generation, injection))
+            self.post_message(self.Ready(draft, generation, injection))
 
-    @on(InjectionReady)
-    def _show_injection(self, message: InjectionReady) -> None:
+    @on(Ready)
+    def _show_injection(self, message: Ready) -> None:
         if message.generation != self._generation:
             return  # a newer draft is on its way
         self.injection = message.injection

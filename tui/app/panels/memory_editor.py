@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.util import find_spec
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from tui.app.messages import IndexChanged, MemoryFileRead, MemorySaveFinished
+from tui.app.messages import MemoryChanged
 from tui.app.panels.base import EnginePanel
-from tui.app.panels.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
+from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
+from tui.engine.index import SyncReport
 from tui.engine.store import MemoryFileState
 from tui.engine.workspace import MEMORY_FILE, PathRefusedError
 
@@ -27,8 +30,8 @@ def markdown_highlighting_available() -> bool:
 class MemoryEditor(EnginePanel):
     """Edits MEMORY.md in a TextArea.
 
-    - ``ctrl+s`` saves through ``engine.store.save_memory_text`` (atomic, refused if the file
-      changed since it was read), then re-syncs MEMORY.md and posts :class:`IndexChanged`.
+    - ``ctrl+s`` saves through ``engine.replace_memory`` (atomic, refused if the file changed
+      since it was read, re-indexed), then posts :class:`~tui.app.messages.MemoryChanged`.
     - :meth:`file_changed_on_disk` (the watcher, a flush, a tool call) re-reads the file: a clean
       buffer follows it; a dirty one asks the user (:class:`MemoryConflictScreen`). A refused save
       asks the same question.
@@ -36,6 +39,22 @@ class MemoryEditor(EnginePanel):
       workspace; a write error) keeps the buffer and says why in the status line and a
       notification.
     """
+
+    @dataclass
+    class FileRead(Message, bubble=False):
+        """MEMORY.md as read from disk; ``reason`` is why it was read (load, disk-change, ...)."""
+
+        state: MemoryFileState
+        reason: str
+
+    @dataclass
+    class SaveFinished(Message, bubble=False):
+        """The save worker is done: saved (``conflict`` is None) or refused."""
+
+        saved_text: str
+        new_hash: str | None
+        report: SyncReport | None = None
+        conflict: MemoryFileState | None = None
 
     HELP = """\
 ## MEMORY.md
@@ -133,7 +152,7 @@ entry's confidence and history.
 
     @work(thread=True, exclusive=True, group="memory-read", exit_on_error=False)
     def _read_file(self, reason: str) -> None:
-        self.post_message(MemoryFileRead(self.engine.store.read_memory(), reason))
+        self.post_message(self.FileRead(self.engine.store.read_memory(), reason))
 
     @work(thread=True, exclusive=True, group="memory-save", exit_on_error=False)
     def _save(self, text: str, expected_hash: str) -> None:
@@ -141,7 +160,7 @@ entry's confidence and history.
             new_hash = self.engine.store.save_memory_text(text, expected_hash)
         except ConcurrentEditError:
             self.post_message(
-                MemorySaveFinished(text, None, conflict=self.engine.store.read_memory())
+                self.SaveFinished(text, None, conflict=self.engine.store.read_memory())
             )
             return
         except (PathRefusedError, OSError) as exc:
@@ -157,12 +176,12 @@ entry's confidence and history.
                 title="memory",
                 severity="warning",
             )
-        self.post_message(MemorySaveFinished(text, new_hash, report))
+        self.post_message(self.SaveFinished(text, new_hash, report))
 
     # -- results --
 
-    @on(MemoryFileRead)
-    def _file_read(self, message: MemoryFileRead) -> None:
+    @on(FileRead)
+    def _file_read(self, message: FileRead) -> None:
         disk = message.state
         if self._saving:
             # Our own write may be what changed the file: decide once the save has finished.
@@ -180,8 +199,8 @@ entry's confidence and history.
         self._set_status("changed on disk — unsaved edits here", warning=True)
         self._ask(while_saving=False)
 
-    @on(MemorySaveFinished)
-    def _save_finished(self, message: MemorySaveFinished) -> None:
+    @on(SaveFinished)
+    def _save_finished(self, message: SaveFinished) -> None:
         self._saving = False
         if self._recheck_after_save:
             self._recheck_after_save = False
@@ -194,7 +213,7 @@ entry's confidence and history.
         assert message.new_hash is not None
         self.base = MemoryFileState(message.saved_text, message.new_hash)
         self._set_status("saved")
-        self.post_message(IndexChanged([MEMORY_FILE], "editor", message.report))
+        self.post_message(MemoryChanged([MEMORY_FILE], "editor", message.report))
 
     def _save_refused(self, reason: str) -> None:
         """The engine refused the write: nothing changed on disk, the buffer keeps the edits."""

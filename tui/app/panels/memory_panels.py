@@ -11,7 +11,7 @@ from textual.signal import Signal
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
-from tui.app.messages import IndexChanged, WorkspaceChanged
+from tui.app.messages import MemoryChanged
 from tui.app.panels.base import EnginePanel
 from tui.app.panels.daily_tree import DailyTree
 from tui.app.panels.injection_panel import InjectionPanel
@@ -48,11 +48,11 @@ def describe_sync(report: SyncReport | None) -> str:
 class MemoryPanels(Widget):
     """The five memory panels in a TabbedContent, refreshed together when memory changes.
 
-    Everything that changes memory ends in :meth:`index_changed`, which publishes
-    :attr:`index_signal` (paths); each panel is subscribed and refreshes itself through its own
-    worker, and the app may subscribe more widgets (the header's chunk count). The watcher's
-    :class:`WorkspaceChanged` and :class:`IndexChanged` (from the editor, or posted here by the
-    app after a flush) are consumed here and end in :meth:`index_changed`.
+    Every change of memory arrives as one :class:`~tui.app.messages.MemoryChanged` (bubbling up
+    from the editor, or handed over by the main screen: tool calls, flushes, the watcher) and
+    ends in :meth:`index_changed`, which publishes :attr:`index_signal` (paths); each panel is
+    subscribed and refreshes itself through its own worker, and the screen may subscribe more
+    widgets (the header's chunk count).
     """
 
     HELP = """\
@@ -163,13 +163,17 @@ class MemoryPanels(Widget):
         """
         self.index_signal.publish(list(paths))
 
-    def workspace_changed_on_disk(
-        self, paths: list[str], report: SyncReport | None = None, *, rescanned: bool = False
-    ) -> None:
-        """The watcher re-synced ``paths`` after an outside change: log it and refresh."""
-        what = "workspace rescanned" if rescanned else ", ".join(paths)
-        self.log_event(f"changed on disk: {what} — {describe_sync(report)}")
-        self.index_changed([] if rescanned else paths)
+    def memory_changed(self, change: MemoryChanged) -> None:
+        """Memory files changed: log who changed what (unless already logged), then refresh."""
+        if change.error:
+            self.log_event(f"{change.source}: index sync failed: {change.error}")
+            return
+        if change.source:
+            line = f"{change.source}: {', '.join(change.paths) or 'all files'}"
+            if change.report is not None:
+                line += f" — {describe_sync(change.report)}"
+            self.log_event(line)
+        self.index_changed(change.paths)
 
     def set_model_state(self, state: str) -> None:
         """``loading``, ``loaded``, ``failed`` or ``none``; once loaded, search turns hybrid."""
@@ -188,18 +192,7 @@ class MemoryPanels(Widget):
 
     # -- messages --
 
-    @on(WorkspaceChanged)
-    def _workspace_changed(self, message: WorkspaceChanged) -> None:
+    @on(MemoryChanged)
+    def _memory_changed(self, message: MemoryChanged) -> None:
         message.stop()
-        if message.error:
-            self.log_event(f"re-sync failed: {message.error}")
-            return
-        self.workspace_changed_on_disk(message.paths, message.report, rescanned=message.rescanned)
-
-    @on(IndexChanged)
-    def _index_changed(self, message: IndexChanged) -> None:
-        message.stop()
-        self.log_event(
-            f"{message.source}: {', '.join(message.paths)} — {describe_sync(message.report)}"
-        )
-        self.index_changed(message.paths)
+        self.memory_changed(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 
 from rich.table import Table
@@ -10,11 +11,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
-from tui.app.messages import ChunkContextReady, SearchReady
 from tui.app.panels.base import EnginePanel, format_score, format_source
 from tui.engine.engine import MemoryEngine
 from tui.engine.search import SearchResponse, SearchResult
@@ -82,6 +83,25 @@ class SearchPanel(EnginePanel):
     :meth:`set_query` fills the box and searches at once (the app's "why did this surface?" key
     passes the last user message). Highlighting a row shows the chunk in its file.
     """
+
+    @dataclass
+    class ResultsReady(Message, bubble=False):
+        """Search results for the query of search ``generation``."""
+
+        generation: int
+        response: SearchResponse
+        model_loaded: bool
+
+    @dataclass
+    class ContextReady(Message, bubble=False):
+        """A result's file lines around its chunk (``lines`` start at ``first_line``)."""
+
+        location: str
+        first_line: int
+        lines: list[str]
+        start_line: int
+        end_line: int
+        error: str | None = None
 
     HELP = """\
 ## Search
@@ -210,10 +230,10 @@ Move through the rows to see each chunk highlighted in its file.
     def _search(self, query: str, generation: int) -> None:
         response = self.engine.search(query, now=self.now)
         if not get_current_worker().is_cancelled:
-            self.post_message(SearchReady(generation, response, self.engine.model_loaded))
+            self.post_message(self.ResultsReady(generation, response, self.engine.model_loaded))
 
-    @on(SearchReady)
-    def _show_results(self, message: SearchReady) -> None:
+    @on(ResultsReady)
+    def _show_results(self, message: ResultsReady) -> None:
         if message.generation != self._generation:
             return
         self.response = message.response
@@ -262,20 +282,20 @@ Move through the rows to see each chunk highlighted in its file.
             all_lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except (OSError, WorkspaceError) as exc:
             self.post_message(
-                ChunkContextReady(location, 0, [], result.start_line, result.end_line, str(exc))
+                self.ContextReady(location, 0, [], result.start_line, result.end_line, str(exc))
             )
             return
         first = max(1, result.start_line - CONTEXT_LINES)
         last = min(len(all_lines), result.end_line + CONTEXT_LINES)
         if not get_current_worker().is_cancelled:
             self.post_message(
-                ChunkContextReady(
+                self.ContextReady(
                     location, first, all_lines[first - 1 : last], result.start_line, result.end_line
                 )
             )
 
-    @on(ChunkContextReady)
-    def _context_ready(self, message: ChunkContextReady) -> None:
+    @on(ContextReady)
+    def _context_ready(self, message: ContextReady) -> None:
         self.query_one("#search-context-title", Static).update(Text(message.location, style="bold"))
         context = self.query_one("#search-context", Static)
         if message.error:
@@ -286,7 +306,7 @@ Move through the rows to see each chunk highlighted in its file.
         )
         self.call_after_refresh(self._scroll_to_chunk, message)
 
-    def _scroll_to_chunk(self, message: ChunkContextReady) -> None:
+    def _scroll_to_chunk(self, message: ContextReady) -> None:
         scroll = self.query_one("#search-context-scroll", VerticalScroll)
         scroll.scroll_to(y=max(0, message.start_line - message.first_line - 1), animate=False)
 

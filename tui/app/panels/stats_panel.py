@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.widgets import RichLog, Static
 
-from tui.app.messages import StatsLoaded
 from tui.app.panels.base import EnginePanel
 from tui.engine.engine import MemoryEngine
 
@@ -50,6 +51,16 @@ class StatsPanel(EnginePanel):
     The app calls :meth:`record_flush`, :meth:`log_event` and :meth:`set_model_state` (on the UI
     thread); :meth:`refresh_stats` re-reads the index counts in a worker.
     """
+
+    @dataclass
+    class Loaded(Message, bubble=False):
+        """``engine.stats()`` as read by a worker."""
+
+        stats: dict[str, object] = field(default_factory=dict)
+
+        def can_replace(self, message: Message) -> bool:
+            """Fresher counts make pending ones pointless."""
+            return isinstance(message, type(self))
 
     HELP = """\
 ## Stats
@@ -144,10 +155,10 @@ last written and what happened. The log below records trigger and index events a
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _load_stats(self) -> None:
-        self.post_message(StatsLoaded(self.engine.stats()))
+        self.post_message(self.Loaded(self.engine.stats()))
 
-    @on(StatsLoaded)
-    def _stats_loaded(self, message: StatsLoaded) -> None:
+    @on(Loaded)
+    def _stats_loaded(self, message: Loaded) -> None:
         self.stats = message.stats
         self._render_summary()
 

@@ -359,7 +359,7 @@ class Consolidator:
             sources=list(proposal.sources),
             model=proposal.model,
         )
-        self.memory.index.sync_file(MEMORY_FILE, embed=self.memory.model_loaded)
+        self.memory.sync_paths([MEMORY_FILE])
         now = self.clock()
 
         def remember(data: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
@@ -10,15 +11,16 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input, Markdown, Static
 
-from tui.app.app_messages import MemoryToolRan, SessionStarted, TurnFinished
-from tui.app.chat_input import ChatInput
-from tui.app.chat_message import ChatMessage, error_part, notice_part
-from tui.app.setup_explainer import SetupExplainer
-from tui.app.tool_call_view import ToolCallView
+from tui.app.messages import MemoryChanged
+from tui.app.widgets.chat_input import ChatInput
+from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
+from tui.app.widgets.setup_explainer import SetupExplainer
+from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.chat import ChatEngine
 from tui.chat.events import (
     Compacted,
@@ -28,15 +30,12 @@ from tui.chat.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    TurnDone,
     TurnError,
     Usage,
 )
 from tui.chat.sessions import SessionError, Transcript
 from tui.engine.inject import InjectionReport
 
-#: Tools that only read memory; any other tool that succeeds may have changed the files.
-READ_ONLY_TOOLS = frozenset({"memory_search", "memory_get"})
 #: Messages of a resumed session rendered at most (older ones are summarised in one line).
 MAX_SHOWN_MESSAGES = 200
 
@@ -126,10 +125,12 @@ def transcript_messages(
 
 
 class ChatPane(Vertical):
-    """The conversation of the active session and the message box.
+    """The conversation of the open session and the message box.
 
-    :meth:`show_transcript` renders a session; sending runs ``ChatEngine.run_turn`` in one async
-    worker and renders its events as they arrive. The log follows new output only while it is
+    :attr:`session_id` is bound to the screen's open session; the screen renders a session's
+    transcript with :meth:`show_transcript`. Sending with no session open asks the screen for
+    one (:class:`SessionNeeded`); otherwise it runs ``ChatEngine.run_turn`` in one async worker
+    and renders its events as they arrive. The log follows new output only while it is
     scrolled to the bottom: once the conversation overflows the view it is anchored (Textual's
     ``anchor``), scrolling up releases the anchor and scrolling back down restores it. Short
     conversations stay at the top (an anchored view would push them to the bottom).
@@ -145,6 +146,19 @@ memory tools (shown inline; **Enter** on one expands it).
 - **Escape** stops an answer that is still streaming.
 - Scroll up to read: the view stops following new text until you scroll back down.
 """
+
+    @dataclass
+    class SessionNeeded(Message):
+        """The user sent ``text`` with no session open: open a new one, then :meth:`send` it."""
+
+        text: str
+
+    @dataclass
+    class TurnFinished(Message):
+        """A turn of ``session_id`` ended (answered, failed or stopped)."""
+
+        session_id: str
+        user_text: str
 
     BINDINGS = [
         Binding(
@@ -176,6 +190,8 @@ memory tools (shown inline; **Enter** on one expands it).
 
     #: True while a turn is running.
     busy: reactive[bool] = reactive(False)
+    #: The open session (bound to the screen's); None when none is open.
+    session_id: reactive[str | None] = reactive(None, init=False)
 
     def __init__(
         self,
@@ -187,7 +203,6 @@ memory tools (shown inline; **Enter** on one expands it).
         super().__init__(id=id)
         self.engine = engine
         self.config_file = config_file
-        self.session_id: str | None = None
         #: The last message the user sent in this session.
         self.last_user_text: str | None = None
         #: Turns ended so far (answered, failed or stopped).
@@ -225,9 +240,8 @@ memory tools (shown inline; **Enter** on one expands it).
 
     # -- sessions --
 
-    async def show_transcript(self, session_id: str | None, transcript: Transcript | None) -> None:
-        """Show a session (``None``: an empty chat, nothing open)."""
-        self.session_id = session_id
+    async def show_transcript(self, transcript: Transcript | None) -> None:
+        """Show a session's transcript (``None``: an empty chat)."""
         log = self.log_view
         await log.remove_children(".chat-item")
         users = []
@@ -272,7 +286,11 @@ memory tools (shown inline; **Enter** on one expands it).
         self.send(text)
 
     def send(self, text: str) -> None:
-        """Send ``text`` as the user's next message (creates a session if none is open)."""
+        """Send ``text`` as the user's next message in the open session; with none open, ask
+        the screen for a new one (:class:`SessionNeeded`), which sends it there."""
+        if self.session_id is None:
+            self.post_message(self.SessionNeeded(text))
+            return
         self.busy = True
         self.last_user_text = text
         self._run_turn(text)
@@ -314,18 +332,13 @@ memory tools (shown inline; **Enter** on one expands it).
         """One turn: the engine's events, rendered as they arrive (an async worker on the UI
         loop; the engine runs its blocking parts in threads)."""
         session_id = self.session_id
+        assert session_id is not None
         assistant: ChatMessage | None = None
-        ok = False
-        memory_changed = False
         report: InjectionReport | None = None
         usage = {"prompt": 0, "completion": 0}
         if self.log_view.is_anchored:
             self.log_view.scroll_end(animate=False, immediate=True)  # sending follows again
         try:
-            if session_id is None:
-                info = await asyncio.to_thread(self.engine.sessions.create)
-                session_id = self.session_id = info.id
-                self.post_message(SessionStarted(info))
             await self._add(ChatMessage("user", text))
             assistant = ChatMessage("assistant")
             await self._add(assistant)
@@ -345,9 +358,10 @@ memory tools (shown inline; **Enter** on one expands it).
                     )
                 elif isinstance(event, ToolCallFinished):
                     assistant.finish_tool_call(event.call_id, event.result, event.ok)
-                    if event.ok and event.name not in READ_ONLY_TOOLS:
-                        memory_changed = True
-                        self.post_message(MemoryToolRan(event.name))
+                    if event.changed_paths:
+                        self.post_message(
+                            MemoryChanged(list(event.changed_paths), f"assistant: {event.name}")
+                        )
                 elif isinstance(event, Usage):
                     usage["prompt"] += event.prompt_tokens
                     usage["completion"] += event.completion_tokens
@@ -363,8 +377,6 @@ memory tools (shown inline; **Enter** on one expands it).
                     )
                 elif isinstance(event, CompactionFailed):
                     await assistant.add_notice(f"(compaction skipped: {event.message})")
-                elif isinstance(event, TurnDone):
-                    ok = True
             assistant.set_meta(describe_turn(report, usage))
         except asyncio.CancelledError:
             if assistant is not None:
@@ -383,8 +395,7 @@ memory tools (shown inline; **Enter** on one expands it).
                 await assistant.finish()
             self.busy = False
             self.turns_finished += 1
-            if session_id is not None:
-                self.post_message(TurnFinished(session_id, text, ok, memory_changed))
+            self.post_message(self.TurnFinished(session_id, text))
 
     @property
     def tool_calls(self) -> list[ToolCallView]:

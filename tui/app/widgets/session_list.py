@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.app.app_messages import (
-    NewSessionRequested,
-    SessionChosen,
-    SessionDeleteRequested,
-    SessionRenameRequested,
-    SessionsLoaded,
-)
 from tui.chat.sessions import SessionInfo, SessionStore
 
 #: Characters of a title shown before it is cut.
@@ -39,8 +36,38 @@ class SessionList(Vertical):
     """Sessions of the workspace. Enter switches; ``n`` new, ``r`` rename, ``delete`` deletes.
 
     The list reads the ``sessions/`` folder in a thread worker (:meth:`reload`); choices are
-    posted to the app as messages, which does the switching and the flushes.
+    posted as messages to the screen, which does the switching and the flushes. The ● follows
+    :attr:`active_id` (bound to the screen's open session).
     """
+
+    @dataclass
+    class Loaded(Message):
+        """The sessions as read by the list's worker, most recent first (bubbles: the screen
+        takes the open session's title from it)."""
+
+        sessions: list[SessionInfo]
+
+    @dataclass
+    class Chosen(Message):
+        """The user picked a session (Enter or click)."""
+
+        session_id: str
+
+    @dataclass
+    class NewRequested(Message):
+        """The user asked for a new session (``n``)."""
+
+    @dataclass
+    class RenameRequested(Message):
+        """The user asked to rename a session (``r``)."""
+
+        session_id: str
+
+    @dataclass
+    class DeleteRequested(Message):
+        """The user asked to delete a session (``delete``)."""
+
+        session_id: str
 
     HELP = """\
 ## Sessions
@@ -91,11 +118,13 @@ Your conversations, most recent first. The one marked ● is open.
     }
     """
 
+    #: The open session (marked ●); None when none is open.
+    active_id: reactive[str | None] = reactive(None, init=False)
+
     def __init__(self, sessions: SessionStore, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.sessions = sessions
         self.infos: list[SessionInfo] = []
-        self.active_id: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Sessions", id="sessions-title")
@@ -112,17 +141,16 @@ Your conversations, most recent first. The one marked ● is open.
         """Re-read the sessions (in a worker)."""
         self._load()
 
-    def set_active(self, session_id: str | None) -> None:
-        """Mark the open session."""
-        self.active_id = session_id
-        self._render_options()
+    def watch_active_id(self) -> None:
+        if self.is_mounted:
+            self._render_options()
 
     @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
     def _load(self) -> None:
-        self.post_message(SessionsLoaded(self.sessions.list()))
+        self.post_message(self.Loaded(self.sessions.list()))
 
-    @on(SessionsLoaded)
-    def _loaded(self, message: SessionsLoaded) -> None:
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
         self.infos = message.sessions
         self._render_options()
 
@@ -152,17 +180,17 @@ Your conversations, most recent first. The one marked ● is open.
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if event.option.id:
-            self.post_message(SessionChosen(event.option.id))
+            self.post_message(self.Chosen(event.option.id))
 
     def action_new(self) -> None:
-        self.post_message(NewSessionRequested())
+        self.post_message(self.NewRequested())
 
     def action_rename(self) -> None:
         session_id = self._highlighted_id()
         if session_id:
-            self.post_message(SessionRenameRequested(session_id))
+            self.post_message(self.RenameRequested(session_id))
 
     def action_delete(self) -> None:
         session_id = self._highlighted_id()
         if session_id:
-            self.post_message(SessionDeleteRequested(session_id))
+            self.post_message(self.DeleteRequested(session_id))

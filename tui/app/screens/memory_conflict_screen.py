@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Literal
 
 from rich.text import Text
@@ -13,34 +12,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tui.app.widgets.diff_view import DiffView, unified_diff
+
 ConflictChoice = Literal["mine", "theirs", "later"]
-
-
-def render_diff(disk_text: str, buffer_text: str) -> Text:
-    """A unified diff from the file on disk to the editor's buffer, coloured by line kind."""
-    diff = difflib.unified_diff(
-        disk_text.splitlines(),
-        buffer_text.splitlines(),
-        fromfile="MEMORY.md on disk",
-        tofile="your unsaved buffer",
-        lineterm="",
-    )
-    rendered = Text()
-    for number, line in enumerate(diff):
-        if number:
-            rendered.append("\n")
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("@@"):
-            style = "cyan"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        else:
-            style = "dim"
-        rendered.append(line, style=style)
-    return rendered or Text("(no differences)", style="dim")
 
 
 class MemoryConflictScreen(ModalScreen[ConflictChoice]):
@@ -120,7 +94,13 @@ Someone (another editor, or the assistant) changed MEMORY.md while you had unsav
                 id="conflict-question",
             )
             with VerticalScroll(id="conflict-diff-scroll"):
-                yield Static(render_diff(self.disk_text, self.buffer_text), id="conflict-diff")
+                diff = unified_diff(
+                    self.disk_text,
+                    self.buffer_text,
+                    before_label="MEMORY.md on disk",
+                    after_label="your unsaved buffer",
+                )
+                yield DiffView(diff, id="conflict-diff")
             with Horizontal(id="conflict-buttons"):
                 yield Button("Show diff", id="conflict-diff-button")
                 yield Button("Load theirs", id="conflict-theirs", variant="warning")

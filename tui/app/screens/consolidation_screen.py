@@ -12,24 +12,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tui.app.widgets.diff_view import DiffView
 from tui.chat.consolidation import Proposal
 
 Decision = Literal["accept", "reject"]
-
-#: Style of a diff line by its first character.
-_DIFF_STYLES = {"+": "green", "-": "red", "@": "bold cyan"}
-
-
-def render_diff(diff: str) -> Text:
-    """A unified diff, added lines green, removed red, hunk headers cyan."""
-    text = Text()
-    for number, line in enumerate(diff.splitlines()):
-        if number:
-            text.append("\n")
-        style = "dim" if line.startswith(("+++", "---")) else _DIFF_STYLES.get(line[:1], "")
-        text.append(line, style=style)
-    return text
-
 
 def describe_proposal(proposal: Proposal) -> Text:
     """``+2 added, ~1 changed, -1 removed · from 5 daily logs (2026-11-01 – 2026-11-22)``."""
@@ -110,7 +96,7 @@ added, red lines removed; entries it marks superseded leave the file but stay in
             yield Static("Consolidate MEMORY.md?", id="consolidation-title")
             yield Static(describe_proposal(self.proposal), id="consolidation-summary")
             with VerticalScroll(id="consolidation-diff-scroll"):
-                yield Static(render_diff(self.proposal.diff), id="consolidation-diff")
+                yield DiffView(self.proposal.diff, id="consolidation-diff")
             with Horizontal():
                 yield Button("Later", id="consolidation-later")
                 yield Button("Reject", id="consolidation-reject", variant="error")

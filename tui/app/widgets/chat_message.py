@@ -14,8 +14,8 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from tui.app.streaming_markdown import StreamingMarkdown
-from tui.app.tool_call_view import ToolCallView
+from tui.app.widgets.streaming_markdown import StreamingMarkdown
+from tui.app.widgets.tool_call_view import ToolCallView
 from tui.engine.markdown import inside_fence
 
 Role = Literal["user", "assistant"]

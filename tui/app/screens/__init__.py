@@ -1,0 +1,1 @@
+"""The main screen and the modal questions pushed over it."""

@@ -1,0 +1,787 @@
+"""MainScreen: sessions | chat | memory panels, and the work behind them.
+
+The screen owns the open session: :attr:`MainScreen.active_session` is the one value; the
+session list and the chat pane are data-bound to it, and the trigger manager reads it
+(``follow_active_session``). Only :meth:`MainScreen.switch_to`, a new session and a deletion
+change it.
+
+Everything blocking runs in a worker of the screen and comes back as one of the small
+dataclass messages nested below. The screen also runs the background: the index sync and the
+embedding model load (thread workers), the workspace watcher and the trigger timer loop (one
+exclusive async worker each). Trigger listener events arrive from the flushing threads as
+:class:`MainScreen.TriggerNotice`. Once the screen is gone (the app quitting) nothing more is
+delivered to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from tui.app.messages import MemoryChanged
+from tui.app.widgets.app_header import AppHeader
+from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
+
+# The heavy half (chat engine, memory panels, watcher) is imported once the engine is open; see
+# MemdeckApp._load_engine. These names are for type hints only.
+if TYPE_CHECKING:
+    from tui.app.panels.memory_panels import MemoryPanels
+    from tui.app.widgets.chat_pane import ChatPane
+    from tui.app.widgets.session_list import SessionList
+    from tui.app.workspace_watcher import WorkspaceWatcher
+    from tui.chat.chat import ChatEngine
+    from tui.chat.config import Config
+    from tui.chat.consolidation import Proposal
+    from tui.chat.events import TriggerListenerEvent
+    from tui.chat.sessions import SessionInfo, Transcript
+    from tui.engine.index import SyncReport
+
+#: Index progress messages are posted at most this often (seconds).
+PROGRESS_INTERVAL = 0.1
+
+
+def describe_outcome(outcome: FlushOutcome) -> str:
+    """``logged 4 messages, 1 fact → memory/2026-11-22.md`` (a flush for the stats panel)."""
+    where = f" → {outcome.daily_log}" if outcome.daily_log else ""
+    return f"{outcome.summary}{where}"
+
+
+class MainScreen(Screen[None]):
+    """The one screen of memdeck over one :class:`ChatEngine` (given now, or :meth:`attach`-ed
+    once it is open)."""
+
+    # Its stylesheet is main_screen.tcss beside this module, loaded by the app (Textual reads
+    # CSS_PATH of pushed screens, not of the default screen).
+
+    HELP = """\
+## memdeck
+
+A chat whose assistant remembers. Left: your sessions. Centre: the conversation. Right: the
+memory behind it — what the next message injects, search with the score breakdown, the daily
+logs, MEMORY.md (editable) and stats.
+
+Memory is written when you switch sessions, go idle, leave the terminal, the day changes or
+quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
+"""
+
+    # The ids keep their ``app.`` prefix: users remap keys by id in config.toml.
+    BINDINGS = [
+        Binding(
+            "ctrl+n",
+            "new_session",
+            "new",
+            id="app.new_session",
+            tooltip="Start a new chat session (the open one is flushed to memory)",
+            priority=True,
+        ),
+        Binding(
+            "ctrl+f",
+            "flush",
+            "flush",
+            id="app.flush",
+            tooltip="Summarise the open session into today's daily log now",
+            priority=True,
+        ),
+        Binding(
+            "ctrl+r",
+            "reindex",
+            "reindex",
+            id="app.reindex",
+            tooltip="Rebuild the search index from the Markdown files",
+            priority=True,
+        ),
+        Binding(
+            "ctrl+o",
+            "why",
+            "why?",
+            id="app.why",
+            tooltip="Search memory for your last message: why did these memories surface?",
+            priority=True,
+        ),
+    ]
+
+    # -- messages of the screen's own workers --
+
+    @dataclass
+    class LastSessionFound(Message):
+        """At start-up: the most recently updated session, to resume."""
+
+        session_id: str
+
+    @dataclass
+    class SessionStarted(Message):
+        """A session was created; ``first_message`` is what the user sent that asked for it."""
+
+        info: SessionInfo
+        first_message: str | None = None
+
+    @dataclass
+    class TranscriptLoaded(Message):
+        """A session's transcript was read from disk, to be shown in the chat."""
+
+        session_id: str
+        transcript: Transcript
+
+    @dataclass
+    class SessionRenamed(Message):
+        """A session got a new title."""
+
+        info: SessionInfo
+
+    @dataclass
+    class SessionDeleted(Message):
+        """A session was flushed and moved to the trash."""
+
+        session_id: str
+        trash_path: Path
+
+    @dataclass
+    class TriggerNotice(Message):
+        """A trigger fired or its flush finished (posted from the flushing thread)."""
+
+        event: TriggerListenerEvent
+
+    @dataclass
+    class IndexProgress(Message):
+        """The index is syncing: ``done`` of ``total`` in ``stage``."""
+
+        stage: str
+        done: int
+        total: int
+
+    @dataclass
+    class IndexSynced(Message):
+        """A sync or reindex finished (``error`` set when it failed)."""
+
+        reason: str
+        report: SyncReport | None = None
+        error: str | None = None
+
+    @dataclass
+    class IndexStatsRead(Message):
+        """``memory.stats()`` as read by a worker (chunk count for the header)."""
+
+        stats: dict[str, object] = field(default_factory=dict)
+
+    @dataclass
+    class ModelLoadFinished(Message):
+        """The embedding model finished loading (``error`` set when it failed)."""
+
+        error: str | None = None
+
+    @dataclass
+    class ConsolidationProposed(Message):
+        """The model proposed an updated MEMORY.md (to review)."""
+
+        proposal: Proposal
+
+    @dataclass
+    class ConsolidationFinished(Message):
+        """A consolidation step ended: ``what`` is ``accepted``, ``rejected``, ``due`` or
+        ``failed``."""
+
+        what: str
+        detail: str = ""
+
+    #: The open session: the one value every widget and the triggers follow.
+    active_session: reactive[str | None] = reactive(None, init=False)
+
+    def __init__(
+        self,
+        engine: ChatEngine | None,
+        *,
+        config: Config,
+        config_file: Path,
+        now: date | None = None,
+        clock: Callable[[], datetime] = datetime.now,
+        load_model: bool = True,
+        watch: bool = True,
+    ) -> None:
+        """``engine`` None: a placeholder until :meth:`attach`. ``now``/``clock`` pin dates in
+        tests; ``load_model=False`` keeps search BM25-only; ``watch=False`` skips the watcher."""
+        super().__init__()
+        self._engine = engine
+        self.config = config
+        self.config_file = config_file
+        self.now = now
+        self.clock = clock
+        self.load_model = load_model
+        self.watch_files = watch
+        self.watcher: WorkspaceWatcher | None = None
+        #: Held while a trigger-manager call fires flushes (the app's quit flush takes it too).
+        self.lifecycle_lock = threading.Lock()
+        self._model_ready = threading.Event()
+        self._trigger_stop = asyncio.Event()
+        self._remove_listener: Callable[[], None] | None = None
+
+    @property
+    def engine(self) -> ChatEngine:
+        """The chat engine (only once it is open)."""
+        if self._engine is None:
+            raise RuntimeError("the chat engine is still opening")
+        return self._engine
+
+    @property
+    def ready(self) -> bool:
+        """True once the sessions, chat and panels are mounted over an open engine."""
+        return self._engine is not None and bool(self.query("#memory-panels"))
+
+    # -- layout --
+
+    def compose(self) -> ComposeResult:
+        yield AppHeader(id="header")
+        with Horizontal(id="main"):
+            if self._engine is not None:
+                yield from self._main_widgets(self._engine)
+            else:
+                yield Static("opening the memory workspace…", id="starting")
+        yield Footer(show_command_palette=False)
+
+    def _main_widgets(self, engine: ChatEngine) -> list[Widget]:
+        """Sessions, chat and memory panels over ``engine``, bound to the open session."""
+        from tui.app.panels.memory_panels import MemoryPanels
+        from tui.app.widgets.chat_pane import ChatPane
+        from tui.app.widgets.session_list import SessionList
+
+        return [
+            SessionList(engine.sessions, id="session-list").data_bind(
+                active_id=MainScreen.active_session
+            ),
+            ChatPane(engine, config_file=self.config_file, id="chat-pane").data_bind(
+                session_id=MainScreen.active_session
+            ),
+            MemoryPanels(engine.memory, now=self.now, clock=self.clock, id="memory-panels"),
+        ]
+
+    @property
+    def header(self) -> AppHeader:
+        return self.query_one(AppHeader)
+
+    @property
+    def chat_pane(self) -> ChatPane:
+        return self.query_one("#chat-pane", Widget)  # type: ignore[return-value]
+
+    @property
+    def session_list(self) -> SessionList:
+        return self.query_one("#session-list", Widget)  # type: ignore[return-value]
+
+    @property
+    def memory_panels(self) -> MemoryPanels:
+        return self.query_one("#memory-panels", Widget)  # type: ignore[return-value]
+
+    def on_mount(self) -> None:
+        self.header.model = self.config.effective_model or ""
+        self.header.model_state = "loading" if self.load_model else "none"
+        if self._engine is not None:
+            self._start()
+
+    async def attach(self, engine: ChatEngine) -> None:
+        """The engine is open (after the first frame): mount the main widgets over it."""
+        self._engine = engine
+        main = self.query_one("#main", Horizontal)
+        await main.remove_children()
+        await main.mount_all(self._main_widgets(engine))
+        self._start()
+
+    def _start(self) -> None:
+        """The engine and the main widgets are there: wire them up and start the background."""
+        engine = self.engine
+        # Every memory change ends in the panels' index signal: the header count follows it.
+        self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
+        engine.triggers.follow_active_session(lambda: self.active_session)
+        self._remove_listener = engine.triggers.add_listener(
+            lambda event: self.post_message(self.TriggerNotice(event))
+        )
+        for notice in engine.memory.notices:
+            self.notify(notice, title="memdeck", severity="warning", timeout=8)
+        self.chat_pane.chat_input.focus()
+        self._open_initial_session()
+        self.call_after_refresh(self._start_background)
+        self.app.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Actions on sessions and memory wait for the engine."""
+        return self.ready
+
+    def _start_background(self) -> None:
+        """After the first frame: index, model, watcher, triggers."""
+        self._prepare_index()
+        if self.load_model:
+            self.memory_panels.set_model_state("loading")
+            self._load_model()
+        else:
+            self._model_ready.set()
+        if not self.engine.llm_problem:
+            self._import_llm_sdk()
+        if self.watch_files:
+            from tui.app.workspace_watcher import WorkspaceWatcher
+
+            self.watcher = WorkspaceWatcher(self.engine.memory, self.post_message)
+            self._watch_workspace()
+        self._run_triggers()
+
+    def stop_background(self) -> None:
+        """The app is quitting: stop the answer, the trigger loop and the watcher."""
+        if self.ready:
+            self.chat_pane.action_stop()
+        self._trigger_stop.set()
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    def on_unmount(self) -> None:
+        if self._remove_listener is not None:
+            self._remove_listener()
+
+    # -- background workers --
+
+    def _progress(self) -> Callable[[str, int, int], None]:
+        last = 0.0
+
+        def report(stage: str, done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if done >= total or now - last >= PROGRESS_INTERVAL:
+                last = now
+                self.post_message(self.IndexProgress(stage, done, total))
+
+        return report
+
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
+    def _prepare_index(self) -> None:
+        """Sync the index (BM25 at once), then, once the model is loaded, embed what is new."""
+        memory = self.engine.memory
+        try:
+            report = memory.sync(progress=self._progress())
+        except Exception as exc:
+            self.post_message(self.IndexSynced("start", error=str(exc)))
+            return
+        self.post_message(self.IndexSynced("start", report))
+        self._model_ready.wait()
+        if memory.model_loaded and memory.index.pending_embeddings():
+            try:
+                report = memory.sync(progress=self._progress())
+            except Exception as exc:
+                self.post_message(self.IndexSynced("embedding", error=str(exc)))
+                return
+            self.post_message(self.IndexSynced("embedding", report))
+
+    @work(thread=True, exclusive=True, group="model", exit_on_error=False)
+    def _load_model(self) -> None:
+        try:
+            self.engine.memory.load_model()
+        except Exception as exc:
+            self.post_message(self.ModelLoadFinished(f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(self.ModelLoadFinished())
+        finally:
+            self._model_ready.set()
+
+    @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
+    def _import_llm_sdk(self) -> None:
+        """Import the ``openai`` SDK now, in a thread: the chat client imports it on the first
+        request, which would otherwise freeze the screen for about a second."""
+        import openai  # noqa: F401
+
+    @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
+    async def _watch_workspace(self) -> None:
+        assert self.watcher is not None
+        await self.watcher.run()
+
+    @work(exclusive=True, group="triggers", exit_on_error=False)
+    async def _run_triggers(self) -> None:
+        """Day change at start-up, then the idle / day-change / background timer loop."""
+        triggers = self.engine.triggers
+        await asyncio.to_thread(self.run_locked, triggers.startup)
+        await triggers.run(self._trigger_stop)
+
+    @work(thread=True, exclusive=True, group="index-stats", exit_on_error=False)
+    def _read_index_stats(self) -> None:
+        self.post_message(self.IndexStatsRead(self.engine.memory.stats()))
+
+    def run_locked(self, call: Callable[[], object]) -> object:
+        """Run a trigger-manager call that fires flushes, one at a time (two switches racing
+        would flush in the wrong order)."""
+        with self.lifecycle_lock:
+            return call()
+
+    @work(thread=True, group="lifecycle", exit_on_error=False)
+    def _fire(self, call: Callable[[], object]) -> None:
+        """A trigger-manager call that may flush (switch, manual); its events reach the
+        listener. Not exclusive: each flush must run to the end."""
+        self.run_locked(call)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.node is self:
+            self.notify(f"{event.worker.name}: {event.worker.error}", severity="error")
+
+    # -- index and model --
+
+    @on(IndexProgress)
+    def _index_progress(self, message: IndexProgress) -> None:
+        if message.done >= message.total:
+            self.header.progress = ""
+        else:
+            self.header.progress = f"{message.stage} {message.done:,}/{message.total:,}"
+
+    @on(IndexSynced)
+    def _index_synced(self, message: IndexSynced) -> None:
+        from tui.app.panels.memory_panels import describe_sync
+
+        self.header.progress = ""
+        panels = self.memory_panels
+        if message.error:
+            panels.log_event(f"index {message.reason} failed: {message.error}")
+            self.notify(message.error, title="index", severity="error")
+            self._read_index_stats()
+            return
+        panels.log_event(f"index {message.reason}: {describe_sync(message.report)}")
+        if message.reason == "reindex":
+            self.notify(f"reindexed: {describe_sync(message.report)}", title="index")
+        self.post_message(MemoryChanged([]))
+
+    @on(IndexStatsRead)
+    def _index_stats(self, message: IndexStatsRead) -> None:
+        chunks = message.stats.get("chunks")
+        self.header.chunks = int(chunks) if isinstance(chunks, int | float) else None
+
+    @on(ModelLoadFinished)
+    def _model_loaded(self, message: ModelLoadFinished) -> None:
+        state = "failed" if message.error else "loaded"
+        self.header.model_state = state
+        self.memory_panels.set_model_state(state)
+        if message.error:
+            self.notify(
+                f"embedding model failed to load; search stays BM25-only ({message.error})",
+                severity="warning",
+            )
+
+    @on(MemoryChanged)
+    def _memory_changed(self, message: MemoryChanged) -> None:
+        """Changes seen outside the panels (tool calls, flushes, the watcher, this screen)."""
+        self.memory_panels.memory_changed(message)
+
+    # -- triggers and flushes --
+
+    @on(TriggerNotice)
+    def _trigger_notice(self, message: TriggerNotice) -> None:
+        event = message.event
+        panels = self.memory_panels
+        if isinstance(event, FlushStarted):
+            self.header.flushing += 1
+            panels.log_event(f"{event.trigger}: flushing {event.session_id} ({event.reason})")
+            return
+        assert isinstance(event, TriggerEvent)
+        if event.session_id is not None:
+            self.header.flushing = max(0, self.header.flushing - 1)
+        outcome = event.outcome
+        panels.record_flush(event.trigger, describe_outcome(outcome))
+        if outcome.status == "flushed":
+            changed = [p for p in (outcome.daily_log, "MEMORY.md" if outcome.facts else None) if p]
+            self.post_message(MemoryChanged(changed))
+            self.session_list.reload()
+            self.notify(describe_outcome(outcome), title=f"memory ({event.trigger})")
+        elif outcome.status in ("skipped", "failed"):
+            self.notify(
+                outcome.summary, title=f"memory not written ({event.trigger})", severity="warning"
+            )
+
+    # -- sessions --
+
+    @work(thread=True, exclusive=True, group="initial-session", exit_on_error=False)
+    def _open_initial_session(self) -> None:
+        """Resume the most recently updated session, if any; say if a consolidation is due."""
+        infos = self.engine.sessions.list()
+        if infos:
+            self.post_message(self.LastSessionFound(infos[0].id))
+        if not self.engine.llm_problem and self.engine.consolidator.is_due():
+            self.post_message(self.ConsolidationFinished("due"))
+
+    @on(LastSessionFound)
+    def _resume(self, message: LastSessionFound) -> None:
+        self.switch_to(message.session_id)
+
+    def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
+        self.switch_to(message.session_id)
+
+    def switch_to(self, session_id: str | None) -> None:
+        """Open ``session_id``: show its transcript and flush the session left (switch trigger)."""
+        if self.chat_pane.busy:
+            self.notify("still answering — Escape stops it, then switch", severity="warning")
+            return
+        if session_id == self.active_session:
+            self.chat_pane.chat_input.focus()
+            return
+        self._open(session_id)
+        if session_id is None:
+            self.call_next(self.chat_pane.show_transcript, None)
+        else:
+            self._load_transcript(session_id)
+
+    def _open(self, session_id: str | None) -> None:
+        """Make ``session_id`` the open session and flush the one left (session switch)."""
+        left = self.active_session
+        self.active_session = session_id
+        switch = self.engine.triggers.switch_session
+        self._fire(partial(switch, session_id, left=left))
+
+    def watch_active_session(self, session_id: str | None) -> None:
+        """The title follows once the transcript or the session list says it."""
+        self.header.session_title = "…" if session_id else ""
+
+    @work(thread=True, exclusive=True, group="transcript", exit_on_error=False)
+    def _load_transcript(self, session_id: str) -> None:
+        self.post_message(self.TranscriptLoaded(session_id, self.engine.sessions.load(session_id)))
+
+    @on(TranscriptLoaded)
+    async def _transcript_loaded(self, message: TranscriptLoaded) -> None:
+        if message.session_id != self.active_session:
+            return  # the user switched again meanwhile
+        self.header.session_title = message.transcript.display_title
+        await self.chat_pane.show_transcript(message.transcript)
+
+    def _on_session_list_loaded(self, message: SessionList.Loaded) -> None:
+        for info in message.sessions:
+            if info.id == self.active_session:
+                self.header.session_title = info.title
+
+    def action_new_session(self) -> None:
+        """Start a new session and switch to it."""
+        if self.chat_pane.busy:
+            self.notify("still answering — Escape stops it first", severity="warning")
+            return
+        self._create_session(None)
+
+    def _on_session_list_new_requested(self) -> None:
+        self.action_new_session()
+
+    def _on_chat_pane_session_needed(self, message: ChatPane.SessionNeeded) -> None:
+        self._create_session(message.text)
+
+    @work(thread=True, group="sessions", exit_on_error=False)
+    def _create_session(self, first_message: str | None) -> None:
+        self.post_message(self.SessionStarted(self.engine.sessions.create(), first_message))
+
+    @on(SessionStarted)
+    async def _session_started(self, message: SessionStarted) -> None:
+        info = message.info
+        self.session_list.reload()
+        if message.first_message is None:
+            if self.chat_pane.busy:  # an answer started meanwhile: the new session waits
+                self.notify("still answering — Escape stops it, then switch", severity="warning")
+                return
+            await self.chat_pane.show_transcript(None)  # a new session is empty
+        self._open(info.id)
+        self.header.session_title = info.title
+        if message.first_message is not None:
+            self.chat_pane.send(message.first_message)
+
+    def _session_title(self, session_id: str) -> str:
+        for info in self.session_list.infos:
+            if info.id == session_id:
+                return info.title
+        return session_id
+
+    def action_rename_session(self, session_id: str | None = None) -> None:
+        """Ask for a new title of ``session_id`` (default: the open session)."""
+        from tui.app.screens.rename_screen import RenameScreen
+
+        target = session_id or self.active_session
+        if target is None:
+            self.notify("no session is open", severity="warning")
+            return
+
+        def renamed(title: str | None) -> None:
+            if title:
+                self._rename(target, title)
+
+        self.app.push_screen(RenameScreen(self._session_title(target)), renamed)
+
+    def _on_session_list_rename_requested(self, message: SessionList.RenameRequested) -> None:
+        self.action_rename_session(message.session_id)
+
+    @work(thread=True, group="sessions", exit_on_error=False)
+    def _rename(self, session_id: str, title: str) -> None:
+        self.post_message(self.SessionRenamed(self.engine.sessions.rename(session_id, title)))
+
+    @on(SessionRenamed)
+    def _renamed(self, message: SessionRenamed) -> None:
+        if message.info.id == self.active_session:
+            self.header.session_title = message.info.title
+        self.session_list.reload()
+
+    def action_delete_session(self, session_id: str | None = None) -> None:
+        """Ask, then flush ``session_id`` (default: the open one) and move it to the trash."""
+        from tui.app.screens.confirm_screen import ConfirmScreen
+
+        target = session_id or self.active_session
+        if target is None:
+            self.notify("no session is open", severity="warning")
+            return
+        if target == self.active_session and self.chat_pane.busy:
+            self.notify("still answering — Escape stops it first", severity="warning")
+            return
+        question = (
+            f"Delete “{self._session_title(target)}”?\n\n"
+            "Its new messages are summarised into memory first; the transcript moves to "
+            "sessions/.trash/ (nothing is destroyed)."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(target)
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
+
+    def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
+        self.action_delete_session(message.session_id)
+
+    @work(thread=True, group="lifecycle", exit_on_error=False)
+    def _delete(self, session_id: str) -> None:
+        with self.lifecycle_lock:
+            trash, _event = self.engine.triggers.delete_session(session_id)
+        self.post_message(self.SessionDeleted(session_id, trash))
+
+    @on(SessionDeleted)
+    def _deleted(self, message: SessionDeleted) -> None:
+        self.notify(f"moved to {message.trash_path.name} in sessions/.trash", title="deleted")
+        if message.session_id == self.active_session:
+            self.active_session = None  # its flush already ran: no switch trigger
+            self.call_next(self.chat_pane.show_transcript, None)
+        self.session_list.reload()
+
+    # -- the conversation --
+
+    @on(Input.Changed, "#chat-input")
+    def _draft_changed(self, event: Input.Changed) -> None:
+        self.memory_panels.preview(event.value)
+
+    def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
+        self.session_list.reload()
+        search = self.memory_panels.search_panel
+        if not search.has_focus_within:
+            search.set_query(message.user_text)
+
+    def action_why(self) -> None:
+        """Search memory for the last message sent (or the draft): why did these surface?"""
+        text = self.chat_pane.last_user_text or self.chat_pane.chat_input.value.strip()
+        if not text:
+            self.notify("send a message first", severity="warning")
+            return
+        self.memory_panels.explain(text)
+
+    def action_focus_chat(self) -> None:
+        self.chat_pane.chat_input.focus()
+
+    def action_focus_sessions(self) -> None:
+        self.session_list.option_list.focus()
+
+    # -- memory actions --
+
+    def action_flush(self) -> None:
+        """Summarise the open session into today's daily log now (the manual trigger)."""
+        self._fire(partial(self.engine.triggers.manual, self.active_session))
+
+    def action_reindex(self) -> None:
+        """Rebuild the index from the Markdown files."""
+        self.header.progress = "reindexing…"
+        self._reindex()
+
+    @work(thread=True, exclusive=True, group="reindex", exit_on_error=False)
+    def _reindex(self) -> None:
+        try:
+            report = self.engine.memory.reindex(progress=self._progress())
+        except Exception as exc:
+            self.post_message(self.IndexSynced("reindex", error=str(exc)))
+            return
+        self.post_message(self.IndexSynced("reindex", report))
+
+    def action_consolidate(self) -> None:
+        """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""
+        self.notify("asking the model for a consolidated MEMORY.md…", title="consolidate")
+        self._propose_consolidation()
+
+    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
+    def _propose_consolidation(self) -> None:
+        from tui.chat.consolidation import ConsolidationError
+
+        try:
+            proposal = self.engine.consolidator.propose()
+        except ConsolidationError as exc:
+            self.post_message(self.ConsolidationFinished("failed", exc.message))
+            return
+        self.post_message(self.ConsolidationProposed(proposal))
+
+    @on(ConsolidationProposed)
+    def _consolidation_proposed(self, message: ConsolidationProposed) -> None:
+        from tui.app.screens.consolidation_screen import ConsolidationScreen
+
+        proposal = message.proposal
+        if proposal.unchanged:
+            self.notify("MEMORY.md is already consolidated: no changes", title="consolidate")
+            return
+
+        def decided(choice: str | None) -> None:
+            if choice is not None:
+                self._decide_consolidation(proposal, choice)
+
+        self.app.push_screen(ConsolidationScreen(proposal), decided)
+
+    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
+    def _decide_consolidation(self, proposal: Proposal, choice: str) -> None:
+        from tui.chat.consolidation import ConsolidationError
+
+        consolidator = self.engine.consolidator
+        if choice == "reject":
+            consolidator.reject(proposal, reason="rejected in the app")
+            self.post_message(self.ConsolidationFinished("rejected"))
+            return
+        try:
+            result = consolidator.accept(proposal)
+        except ConsolidationError as exc:
+            self.post_message(self.ConsolidationFinished("failed", exc.message))
+            return
+        self.post_message(self.ConsolidationFinished("accepted", result.stats.summary))
+
+    @on(ConsolidationFinished)
+    def _consolidation_finished(self, message: ConsolidationFinished) -> None:
+        panels = self.memory_panels
+        if message.what == "due":
+            self.notify(
+                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
+                title="consolidation due",
+                timeout=10,
+            )
+        elif message.what == "accepted":
+            panels.log_event(f"consolidation accepted: {message.detail}")
+            self.post_message(MemoryChanged(["MEMORY.md"]))
+            self.notify(f"MEMORY.md updated: {message.detail}", title="consolidate")
+        elif message.what == "rejected":
+            panels.log_event("consolidation rejected")
+            self.notify("nothing changed", title="consolidation rejected")
+        else:
+            panels.log_event(f"consolidation failed: {message.detail}")
+            self.notify(message.detail, title="consolidation", severity="warning", timeout=10)
+
+    def action_show_workspace(self) -> None:
+        """Show (and copy) the workspace folder."""
+        root = str(self.engine.memory.workspace.root)
+        self.app.copy_to_clipboard(root)
+        self.notify(root, title="workspace (copied)", timeout=10)
