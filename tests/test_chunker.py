@@ -130,7 +130,13 @@ def test_code_fences_keep_hash_lines_as_code():
 def test_dates_and_confidence_come_from_path_and_metadata():
     daily = chunks_of("- went hiking\n", path="memory/2026/2026-11-03-trip.md")
     assert daily[0].date == date(2026, 11, 3)
-    assert daily[0].confidence == "medium"
+    assert daily[0].confidence == "high"  # hand-written: the user's
+    flushed = chunks_of(
+        "## 10:02 · trip <!-- mem src=auto flush=f1 -->\n- planned the trip\n\n"
+        "### Notes\n- nested still the app's\n\n## Mine\n- my own line\n",
+        path="memory/2026-11-03.md",
+    )
+    assert [c.confidence for c in flushed] == ["medium", "medium", "high"]
     memory = chunks_of("- likes tea <!-- mem id=ab12 conf=medium src=auto at=2026-11-01 -->\n")
     assert memory[0].date is None
     assert memory[0].confidence == "medium"

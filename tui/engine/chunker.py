@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from .markdown import is_fence, match_bullet, parse_heading
-from .metadata import CONFIDENCE_LEVELS, split_meta
-from .workspace import MEMORY_FILE, date_for_path
+from .metadata import CONFIDENCE_LEVELS, EntryMeta, split_meta
+from .workspace import date_for_path
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -38,7 +38,7 @@ class ChunkParams:
     @property
     def fingerprint(self) -> str:
         if self.units:
-            return f"md-units-v2:{self.target_tokens}/{self.context_entries}"
+            return f"md-units-v3:{self.target_tokens}/{self.context_entries}"
         return f"md-v1:{self.target_tokens}/{self.overlap_tokens}"
 
 
@@ -98,9 +98,22 @@ def _max_confidence(a: str | None, b: str | None) -> str | None:
     return max(a, b, key=CONFIDENCE_LEVELS.index)
 
 
+def _meta_confidence(meta: EntryMeta | None) -> str | None:
+    """What metadata says of an entry's confidence: its ``conf``, else medium when an app
+    extracted it (``src=auto``), else nothing (a line the user wrote)."""
+    if meta is None:
+        return None
+    if meta.confidence:
+        return meta.confidence
+    return "medium" if meta.source and meta.source != "user" else None
+
+
 def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
+    """Blocks of a file. An entry without metadata is the user's (``default_confidence``),
+    unless it sits under a heading whose metadata says an app wrote the section."""
     blocks: list[_Block] = []
     headings: list[tuple[int, str]] = []
+    section_confidence: list[tuple[int, str | None]] = []
     current: _Block | None = None
     bullet_indent = -1
     in_fence = False
@@ -137,7 +150,19 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
             level, title = heading
             headings[:] = [(lvl, t) for lvl, t in headings if lvl < level]
             headings.append((level, title))
-            blocks.append(_Block(number, number, [visible], heading_path(), is_heading=True))
+            section_confidence[:] = [(lvl, c) for lvl, c in section_confidence if lvl < level]
+            inherited = section_confidence[-1][1] if section_confidence else None
+            section_confidence.append((level, _meta_confidence(meta) or inherited))
+            blocks.append(
+                _Block(
+                    number,
+                    number,
+                    [visible],
+                    heading_path(),
+                    confidence=section_confidence[-1][1],
+                    is_heading=True,
+                )
+            )
             continue
         if is_fence(visible):
             close()
@@ -151,13 +176,18 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
         )
         if starts_block:
             close()
-            current = _Block(number, number, [], heading_path())
+            section = section_confidence[-1][1] if section_confidence else None
+            current = _Block(number, number, [], heading_path(), confidence=section)
             bullet_indent = indent if bullet is not None else -1
         assert current is not None
         current.lines.append(visible)
         current.end = number
         if meta is not None:
-            current.confidence = _max_confidence(current.confidence, meta.confidence)
+            own = _meta_confidence(meta)
+            if own is not None:
+                current.confidence = own if current.lines[:1] == [visible] else _max_confidence(
+                    current.confidence, own
+                )
             if meta.id:
                 current.entry_ids.append(meta.id)
     close()
@@ -243,7 +273,7 @@ def chunk_markdown(
     params: ChunkParams = ChunkParams(),
 ) -> list[Chunk]:
     """Chunk one Markdown file. ``path`` is workspace-relative; ``count`` counts word-pieces."""
-    default_confidence = "high" if path == MEMORY_FILE else "medium"
+    default_confidence = "high"
     blocks = _parse_blocks(text, default_confidence)
     if not blocks:
         return []
