@@ -66,7 +66,7 @@ importlib.import_module("tui")
 
 import numpy as np  # noqa: E402
 
-from tui.engine.chunker import Chunk, ChunkParams, chunk_markdown  # noqa: E402
+from tui.engine.chunker import ChunkParams, chunk_markdown, embed_text  # noqa: E402
 from tui.engine.embeddings import Embedder, count_tokens_batch, load_tokenizer  # noqa: E402
 from tui.engine.engine import MemoryEngine  # noqa: E402
 from tui.engine.fileio import sha256_text  # noqa: E402
@@ -489,7 +489,8 @@ def build_index(
     rows = (
         index._reader()
         .execute(  # noqa: SLF001 - read-only look at what sync stored
-            "SELECT id, path, start_line, end_line, heading, text, hash FROM chunks ORDER BY id"
+            "SELECT id, path, start_line, end_line, heading, text, hash, context FROM chunks"
+            " ORDER BY id"
         )
         .fetchall()
     )
@@ -497,8 +498,8 @@ def build_index(
     digests: list[str] = []
     mismatched = 0
     words = 0
-    for _id, path, start, end, heading, text, stored in rows:
-        digest = sha256_text(Chunk(path, start, end, heading, text, None, "").embed_text)
+    for _id, path, start, end, heading, text, stored, context in rows:
+        digest = sha256_text(embed_text(heading, text, context))
         mismatched += digest != stored
         digests.append(digest)
         words += len(text.split())
@@ -511,7 +512,7 @@ def build_index(
         lines.append(f"!! {mismatched} chunks whose stored hash is not sha256(embed_text)")
     vectors = mix_vectors(mixes, anchors, rng)
     pick = rng.choice(len(rows), min(48, len(rows)), replace=False)
-    sample_texts = [Chunk("", 0, 0, rows[i][4], rows[i][5], None, "").embed_text for i in pick]
+    sample_texts = [embed_text(rows[i][4], rows[i][5], rows[i][7]) for i in pick]
     sample_mix = [mixes[i] for i in pick]
     conn = connect(index.path)
     conn.execute("BEGIN IMMEDIATE")
