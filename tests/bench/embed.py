@@ -221,12 +221,49 @@ def bench_reindex(emb: Embedder, n_chunks: int) -> None:
     )
 
 
+def bench_entries_reindex(emb: Embedder, n_entries: int) -> None:
+    """Reindex of an ``n_entries``-bullet daily-log workspace: 200-token windows (before issue 7)
+    vs one unit per entry with the previous entry as context (now)."""
+    import tempfile
+
+    from tui.engine.chunker import ChunkParams
+    from tui.engine.engine import MemoryEngine
+
+    rng = random.Random(7)
+    entries = [" ".join(rng.choices(_WORDS, k=rng.randint(12, 40))) for _ in range(n_entries)]
+    for label, params in (
+        ("windows 200/32 (before)", ChunkParams(200, 32, units=False)),
+        ("units + previous entry (now)", ChunkParams()),
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "ws"
+            (root / "memory").mkdir(parents=True)
+            per_day = 20
+            for first in range(0, n_entries, per_day):
+                day = first // per_day
+                date = f"2026-{1 + day // 28 % 12:02d}-{1 + day % 28:02d}"
+                bullets = "".join(f"- {e}\n" for e in entries[first : first + per_day])
+                with (root / "memory" / f"{date}.md").open("a") as handle:
+                    handle.write(f"# {date}\n\n{bullets}\n")
+            engine = MemoryEngine(root, embedder=emb, chunk_params=params)
+            start = time.perf_counter()
+            report = engine.reindex()
+            seconds = time.perf_counter() - start
+            chunks = engine.stats()["chunks"]
+            engine.close()
+        print(
+            f"reindex of {n_entries} daily-log entries, {label}: {chunks} chunks "
+            f"({report.embedded} embedded) in {seconds:.1f} s"
+        )
+
+
 def main() -> None:
     """Run every section in order."""
     emb = bench_load()
     bench_query(emb)
     bench_bulk(emb)
     bench_reindex(emb, int(os.environ.get("REINDEX_CHUNKS", "2000")))
+    bench_entries_reindex(emb, int(os.environ.get("REINDEX_ENTRIES", "2000")))
 
 
 if __name__ == "__main__":
