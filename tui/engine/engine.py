@@ -172,7 +172,14 @@ class MemoryEngine:
             else replace(self.injection_options, budget_tokens=budget)
         )
         response = (
-            self.search(query, now=now, max_results=options.max_memories) if query.strip() else None
+            self.search(
+                query,
+                now=now,
+                max_results=options.max_memories,
+                candidate_multiplier=options.candidate_multiplier,
+            )
+            if query.strip()
+            else None
         )
         results = response.results if response else []
         memory = self.store.read_memory()

@@ -285,15 +285,13 @@ def search(
     support: dict[int, float] = {}
     if options.neighbour_weight > 0:
         support = _neighbour_support(index, rows, hybrids, options, pool or len(hybrids))
-        for chunk_id in support:
-            if chunk_id not in hybrids and query_vector is not None:
-                vector_hits.update(
-                    (i, float(v @ query_vector))
-                    for i, v in index.mirror.vectors_for([chunk_id]).items()
-                )
-                vectors[chunk_id] = max(0.0, min(1.0, vector_hits.get(chunk_id, 0.0)))
-            hybrids.setdefault(
-                chunk_id, hybrid_score(vectors.get(chunk_id), 0.0, options) if vectors else 0.0
+        added = [i for i in support if i not in hybrids]
+        if query_vector is not None and added:
+            for chunk_id, vector in index.mirror.vectors_for(added).items():
+                vectors[chunk_id] = max(0.0, min(1.0, float(vector @ query_vector)))
+        for chunk_id in added:
+            hybrids[chunk_id] = (
+                hybrid_score(vectors.get(chunk_id), 0.0, options) if vectors else 0.0
             )
 
     floor = options.threshold if threshold_mode else options.min_score
