@@ -297,6 +297,12 @@ def search(
     floor = options.threshold if threshold_mode else options.min_score
     scored: list[SearchResult] = []
     for chunk_id, hybrid in hybrids.items():
+        if (
+            max(hybrid, support.get(chunk_id, 0.0)) < floor
+            and chunk_id not in text_hits  # no text match: no keyword hit either
+            and intent.window is None
+        ):
+            continue  # filtered below anyway; skip building its breakdown
         row = rows[chunk_id]
         vector = vectors.get(chunk_id) if query_vector is not None else None
         result = _score(
