@@ -3,7 +3,7 @@
 from collections.abc import Iterator
 
 import pytest
-from fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@
 A script, not a test: it prints its figures with the targets beside them and asserts nothing.
 The machine may be shared: the load average is printed at the start and the end.
 
-For each size N (MB), the loopback fake OpenAI server (``tests/fakeopenai.py``, run as its own
+For each size N (MB), the loopback fake OpenAI server (``tests/support/fakeopenai.py``, run as its own
 process as a real server would be, so the two do not share a GIL) streams one ``save_memory``
 call whose arguments are N MB, in 8-character fragments (one SSE event each, as OpenAI streams
 them). Two clients read the same stream:
@@ -57,10 +57,10 @@ def arguments_of(size: int) -> str:
 
 
 class ServerProcess:
-    """``tests/fakeopenai.py`` in its own process; replies are queued over HTTP."""
+    """``tests/support/fakeopenai.py`` in its own process; replies are queued over HTTP."""
 
     def __init__(self) -> None:
-        script = Path(__file__).resolve().parent.parent / "fakeopenai.py"
+        script = Path(__file__).resolve().parent.parent / "support" / "fakeopenai.py"
         self.process = subprocess.Popen(
             [sys.executable, str(script), "--port", "0"], stdout=subprocess.PIPE, text=True
         )

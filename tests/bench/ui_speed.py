@@ -65,7 +65,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fakeopenai import FakeOpenAI  # noqa: E402
+from support.fakeopenai import FakeOpenAI  # noqa: E402
 
 from tui.chat.config import load_config  # noqa: E402
 
@@ -127,7 +127,7 @@ def bench_env(server: FakeOpenAI | None) -> dict[str, str]:
 
 
 class ServerProcess:
-    """``tests/fakeopenai.py`` in its own process: its pacing must not share the GIL (and the
+    """``tests/support/fakeopenai.py`` in its own process: its pacing must not share the GIL (and the
     CPU time) of the app being measured, or a busy UI slows the server down and hides its own
     lag."""
 
@@ -141,7 +141,7 @@ class ServerProcess:
         self.process = subprocess.Popen(
             [
                 sys.executable,
-                str(ROOT / "tests" / "fakeopenai.py"),
+                str(ROOT / "tests" / "support" / "fakeopenai.py"),
                 "--port",
                 "0",
                 "--script",

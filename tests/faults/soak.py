@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from chat_support import is_summary_request, memdeck_env, start_memdeck  # noqa: E402
-from fakeopenai import FakeOpenAI, Reply  # noqa: E402
+from support.chat_support import is_summary_request, memdeck_env, start_memdeck  # noqa: E402
+from support.fakeopenai import FakeOpenAI, Reply  # noqa: E402
 
 from tui.chat.sessions import SessionStore  # noqa: E402
 from tui.chat.tools import MemoryTools  # noqa: E402

@@ -17,8 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_support import SummaryResponder, make_config, make_engine, memdeck_env, run_memdeck
-from fakeopenai import FakeOpenAI
+from support.chat_support import (
+    SummaryResponder,
+    make_config,
+    make_engine,
+    memdeck_env,
+    run_memdeck,
+)
+from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config import Config, ConfigError, load_config

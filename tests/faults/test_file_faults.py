@@ -19,7 +19,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 import pytest
-from chat_support import (
+from support.chat_support import (
     ROOT,
     SummaryResponder,
     add_messages,
@@ -28,7 +28,7 @@ from chat_support import (
     memdeck_env,
     run_memdeck,
 )
-from fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.consolidation import StaleProposalError

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import sqlean
-from chat_support import ROOT, memdeck_env, run_memdeck, start_memdeck
+from support.chat_support import ROOT, memdeck_env, run_memdeck, start_memdeck
 
 from tui.engine.embeddings import Embedder, count_tokens_batch
 from tui.engine.engine import MemoryEngine
@@ -403,8 +403,8 @@ async def test_editor_save_refused_by_the_path_guard_says_why(tmp_path: Path) ->
 
 
 def test_consolidation_accepts_a_memory_file_with_a_non_utf8_byte(tmp_path: Path) -> None:
-    from chat_support import make_config, make_engine
-    from fakeopenai import FakeOpenAI
+    from support.chat_support import make_config, make_engine
+    from support.fakeopenai import FakeOpenAI
 
     from tui.engine.fileio import sha256_bytes
 

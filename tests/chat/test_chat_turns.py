@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chat_support import make_config, make_engine
-from fakeopenai import FakeOpenAI
+from support.chat_support import make_config, make_engine
+from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config import NO_KEY_PLACEHOLDER

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chat_support import (
+from support.chat_support import (
     SummaryResponder,
     add_messages,
     is_summary_request,
@@ -21,7 +21,7 @@ from chat_support import (
     run_memdeck,
     start_memdeck,
 )
-from fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.flush import CRASH_POINTS, parse_summary

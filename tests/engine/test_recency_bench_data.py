@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent / "bench" / "recency.py"
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "recency.py"
 
 
 def _load() -> ModuleType:

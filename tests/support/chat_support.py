@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fakeopenai import FakeOpenAI, Reply
+from support.fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config import Config, load_config
@@ -20,7 +20,7 @@ from tui.chat.sessions import SessionStore
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUMMARY_MARKER = "memory extraction assistant"
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 import pytest
-from fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI
 
 USER = [{"role": "user", "content": "hi there"}]
 TOOLS = [
@@ -358,7 +358,7 @@ def test_main_runs_as_subprocess(tmp_path: Path) -> None:
         )
     )
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("fakeopenai.py")), "--port", "0"]
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "support" / "fakeopenai.py"), "--port", "0"]
         + ["--script", str(script), "--record", str(record)],
         stdout=subprocess.PIPE,
         text=True,

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_support import FakeClock, make_config, make_engine, memdeck_env, run_memdeck
-from fakeopenai import FakeOpenAI, Reply
+from support.chat_support import FakeClock, make_config, make_engine, memdeck_env, run_memdeck
+from support.fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config import load_config
@@ -396,7 +396,7 @@ def test_cli_asks_on_a_tty(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from chat_support import ROOT
+    from support.chat_support import ROOT
 
     workspace = tmp_path / "ws"
     (workspace / "memory").mkdir(parents=True)

@@ -9,7 +9,6 @@ refresh them after an intended change, then look at ``tests/__snapshots__/test_t
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rich.text import Text
+from support.pilot import WAIT_S, wait_until
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
@@ -44,7 +44,6 @@ from tui.engine.workspace import Workspace
 NOW = date(2026, 11, 22)
 SIZE = (100, 30)
 #: Upper bound for anything the UI waits for; a hang fails instead of blocking forever.
-WAIT_S = 10.0
 
 MEMORY = """# Long-term Memory
 
@@ -147,14 +146,6 @@ class WatcherHost(PanelHost):
     async def watch_workspace(self) -> None:
         await self.watcher.run()
 
-
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> None:
-    """Let the app run until ``condition`` holds; fail after :data:`WAIT_S` (a bound, not a speed test)."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
 
 
 async def settle(pilot: Pilot) -> None:

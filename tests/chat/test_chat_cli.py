@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from chat_support import SummaryResponder, memdeck_env, run_memdeck
-from fakeopenai import FakeOpenAI
+from support.chat_support import SummaryResponder, memdeck_env, run_memdeck
+from support.fakeopenai import FakeOpenAI
 
 
 def test_ask_streams_answer_and_tools_then_sessions(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from chat_support import FakeClock, SummaryResponder, add_messages, make_config, make_engine
-from fakeopenai import FakeOpenAI
+from support.chat_support import FakeClock, SummaryResponder, add_messages, make_config, make_engine
+from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.events import FlushStarted, TriggerEvent

@@ -6,8 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from chat_support import SummaryResponder, make_config, make_engine
-from fakeopenai import FakeOpenAI
+from support.chat_support import SummaryResponder, make_config, make_engine
+from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import SILENT_FLUSH_PROMPT, SUMMARY_HEADING
 from tui.chat.events import (

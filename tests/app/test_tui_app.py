@@ -12,16 +12,16 @@ import asyncio
 import io
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_support import SummaryResponder, make_config
-from fakeopenai import FakeOpenAI
 from rich.console import Console
+from support.chat_support import SummaryResponder, make_config
+from support.fakeopenai import FakeOpenAI
+from support.pilot import wait_until
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Markdown, Static
@@ -39,11 +39,10 @@ from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOW = date(2026, 11, 22)
 SIZE = (140, 40)
 #: Upper bound for anything the UI waits for; a hang fails instead of blocking forever.
-WAIT_S = 15.0
 #: Where the no-LLM explainer says the config file is (fixed, so snapshots are stable).
 SHOWN_CONFIG = "/home/user/.config/memdeck/config.toml"
 
@@ -125,14 +124,6 @@ async def engine(
     yield chat
     await close_engine(chat)
 
-
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> None:
-    """Let the app run until ``condition`` holds; fail after :data:`WAIT_S` (a bound, not a speed test)."""
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
 
 
 async def ready(pilot: Pilot) -> MemdeckApp:

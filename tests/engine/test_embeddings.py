@@ -28,7 +28,7 @@ from tui.engine.embeddings import (
     load_tokenizer,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = Path(__file__).with_name("reference-embeddings.json")
 BUNDLED_TOKENIZER = REPO / "tui/engine/models/all-MiniLM-L6-v2/tokenizer.json"
 
