@@ -90,12 +90,6 @@ def responder() -> ConsolidationResponder:
 
 
 @pytest.fixture
-def server(responder: ConsolidationResponder) -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(responder=responder) as fake:
-        yield fake
-
-
-@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(NOW)
 

@@ -7,7 +7,6 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,19 +32,6 @@ from tui.engine.workspace import Workspace
 @pytest.fixture
 def responder() -> SummaryResponder:
     return SummaryResponder()
-
-
-@pytest.fixture
-def server(responder: SummaryResponder) -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(responder=responder) as fake:
-        yield fake
-
-
-@pytest.fixture
-def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
-    chat = make_engine(tmp_path, make_config(tmp_path, server))
-    yield chat
-    chat.close()
 
 
 def flush_lines(store: SessionStore, session_id: str) -> list[dict]:

@@ -25,12 +25,6 @@ def responder() -> SummaryResponder:
 
 
 @pytest.fixture
-def server(responder: SummaryResponder) -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(responder=responder) as fake:
-        yield fake
-
-
-@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(T0)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,19 +22,6 @@ from tui.chat.events import (
     TurnStarted,
     Usage,
 )
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
-    chat = make_engine(tmp_path, make_config(tmp_path, server))
-    yield chat
-    chat.close()
 
 
 async def turn(engine: ChatEngine, session_id: str, text: str) -> list:
