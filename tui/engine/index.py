@@ -34,6 +34,9 @@ SCHEMA_VERSION = 2
 MIN_CHUNKS_TO_PRUNE = 2000
 #: Writes commit at least this often (rows), so readers see progress and a crash loses little.
 COMMIT_EVERY = 200
+#: Default bound of the embedding cache (entries). Entries a current chunk uses are always kept;
+#: beyond them, the least recently used go first (OpenClaw's default, 10,000).
+CACHE_MAX_ENTRIES = 10_000
 
 DatabaseError = sqlite3.DatabaseError
 
@@ -63,6 +66,7 @@ class SyncReport:
     chunks_removed: int = 0
     embedded: int = 0
     cache_hits: int = 0
+    cache_evicted: int = 0
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -75,6 +79,7 @@ class SyncReport:
             "chunks_removed",
             "embedded",
             "cache_hits",
+            "cache_evicted",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.warnings.extend(other.warnings)
@@ -126,7 +131,8 @@ def _schema(dims: int) -> list[str]:
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
         """CREATE TABLE IF NOT EXISTS embedding_cache (
-            model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, hash))""",
+            model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL,
+            last_used INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model, hash))""",
     ]
 
 
@@ -145,12 +151,17 @@ class MemoryIndex:
         params: ChunkParams = ChunkParams(),
         *,
         path: Path | None = None,
+        cache_max_entries: int = CACHE_MAX_ENTRIES,
     ) -> None:
+        """``cache_max_entries`` bounds the embedding cache (see :meth:`prune_cache`)."""
+        if cache_max_entries < 0:
+            raise ValueError("cache_max_entries must be >= 0")
         self.workspace = workspace
         self.embedder = embedder
         self.count_tokens = count_tokens
         self.params = params
         self.path = path or workspace.index_path
+        self.cache_max_entries = cache_max_entries
         self.notices: list[str] = []
         self.mirror = VectorMirror(embedder.dims)
         self._mirror_loaded = False
@@ -211,6 +222,11 @@ class MemoryIndex:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
             if "context" not in columns:
                 conn.execute("ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+            cache_columns = {row[1] for row in conn.execute("PRAGMA table_info(embedding_cache)")}
+            if "last_used" not in cache_columns:
+                conn.execute(
+                    "ALTER TABLE embedding_cache ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0"
+                )
             stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if not stored:
                 conn.executemany(
@@ -258,6 +274,7 @@ class MemoryIndex:
             report.merge(self.remove_file(rel))
         if embed:
             report.merge(self.embed_pending(progress=progress))
+        report.cache_evicted = self.prune_cache()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -272,6 +289,7 @@ class MemoryIndex:
                 report.merge(self.remove_file(rel))
         if embed:
             report.merge(self.embed_pending())
+        report.cache_evicted = self.prune_cache()
         return report
 
     def sync_file(self, rel: str, *, embed: bool = True) -> SyncReport:
@@ -402,8 +420,12 @@ class MemoryIndex:
         cached = [(r[0], r[4]) for r in rows if r[4] is not None]
         missing = [r for r in rows if r[4] is None]
         report.cache_hits = len(cached)
+        hit_hashes = sorted({r[3] for r in rows if r[4] is not None})
+        del rows
         for start in range(0, len(cached), COMMIT_EVERY):
             self._store_vectors(cached[start : start + COMMIT_EVERY], cache=None)
+        del cached
+        self._touch_cache(model, hit_hashes)
         # Embed distinct texts once, in slices so progress is visible and memory stays flat.
         by_hash: dict[str, list[int]] = {}
         texts: dict[str, str] = {}
@@ -437,9 +459,11 @@ class MemoryIndex:
             return
         with self._write_lock, _transaction(self._writer) as conn:
             if cache:
+                stamp = _next_cache_stamp(conn)
                 conn.executemany(
-                    "INSERT OR REPLACE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
-                    cache,
+                    """INSERT OR REPLACE INTO embedding_cache(model, hash, embedding, last_used)
+                       VALUES (?, ?, ?, ?)""",
+                    [(*row, stamp) for row in cache],
                 )
             # The chunk may have been deleted by a concurrent sync since we read it.
             live = {
@@ -491,7 +515,12 @@ class MemoryIndex:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(tmp_path) + suffix)
         fresh = MemoryIndex(
-            self.workspace, self.embedder, self.count_tokens, self.params, path=tmp_path
+            self.workspace,
+            self.embedder,
+            self.count_tokens,
+            self.params,
+            path=tmp_path,
+            cache_max_entries=self.cache_max_entries,
         )
         try:
             self._copy_cache_into(fresh)
@@ -515,17 +544,54 @@ class MemoryIndex:
         return report
 
     def _copy_cache_into(self, other: MemoryIndex) -> None:
+        """Every cache entry, with its recency, streamed (not held in memory) into ``other``.
+
+        Nothing is evicted here: ``other``'s sync prunes once all its chunks are in, so an
+        entry the rebuilt index uses is never lost.
+        """
         with contextlib.suppress(sqlite3.DatabaseError):
-            rows = (
-                self._reader()
-                .execute("SELECT model, hash, embedding FROM embedding_cache")
-                .fetchall()
+            rows = self._reader().execute(
+                "SELECT model, hash, embedding, last_used FROM embedding_cache"
             )
             with _transaction(other._writer) as conn:
                 conn.executemany(
-                    "INSERT OR IGNORE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
+                    """INSERT OR IGNORE INTO embedding_cache(model, hash, embedding, last_used)
+                       VALUES (?, ?, ?, ?)""",
                     rows,
                 )
+
+    def _touch_cache(self, model: str, hashes: Sequence[str]) -> None:
+        """Mark cache entries as just used (their vectors were reused)."""
+        if not hashes:
+            return
+        with self._write_lock, _transaction(self._writer) as conn:
+            stamp = _next_cache_stamp(conn)
+            conn.executemany(
+                "UPDATE embedding_cache SET last_used = ? WHERE model = ? AND hash = ?",
+                [(stamp, model, digest) for digest in hashes],
+            )
+
+    def prune_cache(self, max_entries: int | None = None) -> int:
+        """Bound the embedding cache; returns how many entries were evicted.
+
+        Keeps every entry a current chunk uses (this model, a hash in ``chunks``), however
+        many; beyond those, keeps the most recently used up to ``max_entries`` in all (default:
+        ``cache_max_entries``). Entries of other models are never in use. ``sync`` and
+        ``sync_paths`` call it once their chunks are in, so a rebuild keeps what it reuses.
+        """
+        limit = self.cache_max_entries if max_entries is None else max_entries
+        with self._write_lock:
+            total = self._writer.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+            if total <= limit:
+                return 0
+            with _transaction(self._writer) as conn:
+                return conn.execute(
+                    """DELETE FROM embedding_cache WHERE rowid IN (
+                           SELECT rowid FROM embedding_cache
+                           WHERE NOT (model = ? AND hash IN (SELECT hash FROM chunks))
+                           ORDER BY last_used, rowid LIMIT ?)""",
+                    (self.embedder.fingerprint, total - limit),
+                ).rowcount
 
     # -- reading --
 
@@ -661,10 +727,16 @@ class MemoryIndex:
                 0
             ],
             "cache_entries": conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0],
+            "cache_max_entries": self.cache_max_entries,
             "index_bytes": size,
             "fingerprint": self.stored_fingerprint(),
             "warnings": warnings,
         }
+
+
+def _next_cache_stamp(conn: sqlite3.Connection) -> int:
+    """A recency stamp newer than every cache entry's (a counter: clocks can go backwards)."""
+    return conn.execute("SELECT coalesce(max(last_used), 0) + 1 FROM embedding_cache").fetchone()[0]
 
 
 @contextlib.contextmanager
