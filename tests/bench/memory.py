@@ -94,6 +94,11 @@ def _reset_peak() -> None:
 
 def _report(stage: str, **extra: object) -> None:
     figures = _status()
+    if os.environ.get("MEMBENCH_TRIM"):  # diagnostic: heap freed but not returned to the OS
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        extra["rss_after_malloc_trim"] = round(_status()["VmRSS"])
     print(
         json.dumps({"stage": stage, "rss": figures["VmRSS"], "peak": figures["VmHWM"], **extra}),
         flush=True,
@@ -268,6 +273,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=300, help="chunks the real model embeds")
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--keep", action="store_true", help="keep the temp workspace")
+    parser.add_argument("--modes", default="lazy,full", help="runs to measure (lazy,full)")
     parser.add_argument("--child", choices=("lazy", "full"), help=argparse.SUPPRESS)
     parser.add_argument("--workspace", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
@@ -286,12 +292,12 @@ def main() -> None:
             f"{args.new} embedded by the model) prepared in {time.perf_counter() - started:.0f} s"
         )
         print(f"{'stage':<58} {'RSS MB':>7} {'peak MB':>8}  target")
-        for mode in ("lazy", "full"):
+        for mode in args.modes.split(","):
             index_db = root / ".memdeck" / "index.db"
             pristine = tmp / "index.pristine"
-            if mode == "lazy":
+            if not pristine.exists():
                 shutil.copy(index_db, pristine)
-            else:  # the full run indexes from the same starting point
+            else:  # every run indexes from the same starting point
                 for suffix in ("-wal", "-shm"):
                     Path(str(index_db) + suffix).unlink(missing_ok=True)
                 shutil.copy(pristine, index_db)

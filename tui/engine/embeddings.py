@@ -361,7 +361,6 @@ def _lean_model(path: Path) -> bytes | str:
     return rewritten[0] if rewritten is not None else str(path)
 
 
-
 class Embedder:
     """Embeds texts with one model; loads lazily and is safe to share between threads."""
 

@@ -219,12 +219,11 @@ def _rewrite_graph(graph: memoryview) -> tuple[list[bytes | memoryview], int] | 
             continue
         if uses.get(table) != 1 or table in graph_outputs:
             continue
-        for dequantized, scale in (mul.inputs, mul.inputs[::-1]):
-            cast = producer.get(dequantized)
-            if cast is not None and cast.op == "Cast":
-                break
-        else:
+        pairs = [(d, s) for d, s in (mul.inputs, mul.inputs[::-1]) if d in producer]
+        if not pairs or producer[pairs[0][0]].op != "Cast":
             continue
+        dequantized, scale = pairs[0]
+        cast = producer[dequantized]
         if cast.domain or cast.ints != {"to": _FLOAT} or len(cast.inputs) != 1:
             continue
         if uses.get(dequantized) != 1 or dequantized in graph_outputs:
