@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 
+from . import __version__
 from .engine.embeddings import EmbeddingError
 from .engine.fileio import ConcurrentEditError
 from .engine.index import DatabaseError
@@ -259,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="memory workspace (default: $MEMDECK_WORKSPACE or the platform data dir)",
     )
+    parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help_text, (configure, run)) in COMMANDS.items():
         child = sub.add_parser(name, help=help_text, description=help_text)
