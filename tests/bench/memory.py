@@ -83,7 +83,7 @@ def _status() -> dict[str, float]:
     out = {}
     for line in Path("/proc/self/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
             out[key] = int(value.split()[0]) / 1024
     return out
 
@@ -99,10 +99,9 @@ def _report(stage: str, **extra: object) -> None:
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         extra["rss_after_malloc_trim"] = round(_status()["VmRSS"])
-    print(
-        json.dumps({"stage": stage, "rss": figures["VmRSS"], "peak": figures["VmHWM"], **extra}),
-        flush=True,
-    )
+    row = {"stage": stage, "rss": figures["VmRSS"], "peak": figures["VmHWM"]}
+    row["anon/file"] = f"{figures['RssAnon']:.0f}/{figures['RssFile']:.0f}"
+    print(json.dumps({**row, **extra}), flush=True)
 
 
 # --------------------------------------------------------------------------- workspace
@@ -183,7 +182,9 @@ def measure(root: Path, mode: str, expected: int, searches: int) -> None:
     """Run the app over ``root`` and print one JSON line per stage (this process only)."""
     _report("start")
     sys.path.insert(0, str(ROOT))
-    import tui  # noqa: F401  (pins BLAS threads first, as the console script does)
+    # What the `memdeck` console script imports before it opens the app.
+    import tui.chat.cli  # noqa: F401
+    import tui.cli  # noqa: F401
     from tui.app.app import MemdeckApp
     from tui.chat.chat import ChatEngine
     from tui.chat.config import load_config

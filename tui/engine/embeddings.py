@@ -450,6 +450,10 @@ class Embedder:
             raise EmbeddingError(
                 f"Could not load embedding model {self.spec.name!r} from {path}: {exc}"
             ) from exc
+        # A session made from bytes keeps them (23 MB) only to rebuild itself after a GPU
+        # provider fails; on the CPU provider that never happens (onnxruntime marks it a TODO).
+        if isinstance(getattr(session, "_model_bytes", None), bytes):
+            session._model_bytes = None
         inputs = {i.name for i in session.get_inputs()}
         outputs = {o.name: o.shape for o in session.get_outputs()}
         missing = {"input_ids", "attention_mask"} - inputs
