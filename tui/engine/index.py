@@ -513,13 +513,19 @@ class MemoryIndex:
         """Load the in-RAM vector mirror from sqlite-vec on first use."""
         with self._write_lock:
             if not self._mirror_loaded:
-                rows = self._writer.execute("SELECT rowid, embedding FROM chunks_vec").fetchall()
-                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-                blob = b"".join(r[1] for r in rows)
-                matrix = np.frombuffer(blob, dtype=np.float32).reshape(
-                    len(rows), self.embedder.dims
-                )
-                self.mirror.load(ids, matrix)
+                # Row by row into one preallocated matrix: fetching every blob first, then
+                # joining them, held three copies of the vectors at once.
+                count = self._writer.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+                ids = np.empty(count, dtype=np.int64)
+                matrix = np.empty((count, self.embedder.dims), dtype=np.float32)
+                row = 0
+                for rowid, blob in self._writer.execute("SELECT rowid, embedding FROM chunks_vec"):
+                    if row == count:
+                        break
+                    ids[row] = rowid
+                    matrix[row] = np.frombuffer(blob, dtype=np.float32)
+                    row += 1
+                self.mirror.load(ids[:row], matrix[:row])
                 self._mirror_loaded = True
         return self.mirror
 
