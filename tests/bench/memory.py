@@ -21,7 +21,11 @@ Two runs:
 * **lazy** (``load_model=False``): the first frame, then the engine open with every chunk
   indexed BM25-only: the app before the embedding model loads.
 * **full** (the real start-up): first frame, engine open, model loaded, every chunk indexed
-  and embedded, then ``--searches`` hybrid searches (query embedding included), then idle.
+  and embedded, then ``--searches`` hybrid searches (query embedding included), each in a
+  thread worker as the app's panels run them, then idle.
+
+``MEMBENCH_TRIM=1`` adds a diagnostic: the RSS after ``malloc_trim(0)`` at each stage (memory
+freed but still held by the C allocator).
 
 An OpenAI-compatible endpoint is configured (a closed port on 127.0.0.1), so the app imports
 the ``openai`` SDK as it does for a user with a model; nothing is sent.
@@ -40,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,7 +231,9 @@ def measure(root: Path, mode: str, expected: int, searches: int) -> None:
             for i in range(searches):
                 query = QUERIES[i % len(QUERIES)]
                 start = time.perf_counter()
-                response = await asyncio.to_thread(memory.search, query)
+                # As the search and injection panels do: a thread worker per query.
+                worker = app.run_worker(partial(memory.search, query), thread=True)
+                response = await worker.wait()
                 times.append((time.perf_counter() - start) * 1000)
                 assert response.mode == "hybrid", response.mode
             query_ms = []
