@@ -34,8 +34,11 @@ class LoadedThemes:
 
 
 def bundled_themes_dir() -> Path:
-    """``themes/`` beside the ``tui`` package (the checkout or editable install)."""
-    return Path(__file__).resolve().parent.parent.parent / "themes"
+    """``tui/themes/`` in an installed wheel, else ``themes/`` beside the ``tui`` package (the
+    checkout or editable install); setup.py maps the one to the other."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "themes"
+    return installed if installed.is_dir() else package.parent / "themes"
 
 
 def theme_dirs(config_file: Path | None = None) -> list[Path]:

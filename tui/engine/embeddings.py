@@ -285,10 +285,15 @@ def _tokenizer_json(spec: ModelSpec, cache_dir: Path | None) -> str:
 
 _tok_lock = threading.Lock()
 _tok_cache: dict[tuple[ModelSpec, Path | None, str], tokenizers.Tokenizer] = {}
+_pad_ids: dict[tuple[ModelSpec, Path | None], int] = {}
 
 
 def _tokenizer(spec: ModelSpec, cache_dir: Path | None, purpose: str) -> tokenizers.Tokenizer:
-    """A tokenizer configured for ``purpose``: "embed" (truncate + pad) or "count" (neither)."""
+    """A tokenizer configured for ``purpose``: "embed" (truncate + pad) or "count" (neither).
+
+    The embedder only uses the "count" one (truncating and padding itself): each instance
+    holds the vocabulary again, ~9 MB.
+    """
     key = (spec, cache_dir, purpose)
     tok = _tok_cache.get(key)
     if tok is not None:
@@ -305,10 +310,11 @@ def _tokenizer(spec: ModelSpec, cache_dir: Path | None, purpose: str) -> tokeniz
                 f"The tokenizer of embedding model {spec.name!r} is not a valid tokenizer.json: "
                 f"{exc}"
             ) from exc
+        pad = tok.padding or {}
+        pad_token = pad.get("pad_token", "[PAD]")
+        pad_id = pad.get("pad_id", tok.token_to_id(pad_token) or 0)
+        _pad_ids[(spec, cache_dir)] = pad_id
         if purpose == "embed":
-            pad = tok.padding or {}
-            pad_token = pad.get("pad_token", "[PAD]")
-            pad_id = pad.get("pad_id", tok.token_to_id(pad_token) or 0)
             tok.enable_truncation(max_length=spec.max_tokens)
             tok.enable_padding(pad_id=pad_id, pad_token=pad_token, length=None)
         else:
@@ -345,6 +351,22 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
 # --------------------------------------------------------------------------- embedder
 
 
+def _lean_model(path: Path) -> bytes | str:
+    """What to hand ONNX Runtime: the model with its int8 lookup tables kept int8, else the path.
+
+    Constant folding would make a float32 copy of the whole word-embedding table (47 MB for the
+    default model, +87 MB peak at load); gathering rows first keeps it at 12 MB with identical
+    outputs (see :mod:`tui.engine.onnx_lean`).
+    """
+    from .onnx_lean import gather_dequantized_rows
+
+    try:
+        rewritten = gather_dequantized_rows(path.read_bytes())
+    except OSError:
+        return str(path)
+    return rewritten[0] if rewritten is not None else str(path)
+
+
 class Embedder:
     """Embeds texts with one model; loads lazily and is safe to share between threads."""
 
@@ -372,8 +394,8 @@ class Embedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._input_names: tuple[str, ...] = ()
-        self._tokenizer: tokenizers.Tokenizer | None = None
         self._counter: tokenizers.Tokenizer | None = None
+        self._pad_id = 0
 
     @property
     def fingerprint(self) -> str:
@@ -398,11 +420,11 @@ class Embedder:
         with self._lock:
             if self._session is not None:
                 return
-            tokenizer = _tokenizer(self.spec, self.cache_dir, "embed")
             counter = _tokenizer(self.spec, self.cache_dir, "count")
+            self._pad_id = _pad_ids[(self.spec, self.cache_dir)]
             path = _onnx_file(self.spec, self.cache_dir)
             session = self._create_session(path)
-            self._tokenizer, self._counter = tokenizer, counter
+            self._counter = counter
             self._session = session
 
     def _create_session(self, path: Path) -> Any:
@@ -422,12 +444,16 @@ class Embedder:
         so.log_severity_level = 3
         try:
             session = ort.InferenceSession(
-                str(path), sess_options=so, providers=["CPUExecutionProvider"]
+                _lean_model(path), sess_options=so, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # onnxruntime raises its own non-exported types
             raise EmbeddingError(
                 f"Could not load embedding model {self.spec.name!r} from {path}: {exc}"
             ) from exc
+        # A session made from bytes keeps them (23 MB) only to rebuild itself after a GPU
+        # provider fails; on the CPU provider that never happens (onnxruntime marks it a TODO).
+        if isinstance(getattr(session, "_model_bytes", None), bytes):
+            session._model_bytes = None
         inputs = {i.name for i in session.get_inputs()}
         outputs = {o.name: o.shape for o in session.get_outputs()}
         missing = {"input_ids", "attention_mask"} - inputs
@@ -496,14 +522,36 @@ class Embedder:
         """Embed one text into a ``(dims,)`` float32 unit vector."""
         return self.embed([text])[0]
 
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Ids, attention mask and type ids, as ``load_tokenizer()`` would make them: truncated
+        to ``max_tokens`` with the special tokens, padded to the longest. Done here so that
+        one tokenizer instance serves both counting and embedding."""
+        assert self._counter is not None
+        processor = self._counter.post_processor
+        keep = self.spec.max_tokens - (
+            processor.num_special_tokens_to_add(False) if processor is not None else 0
+        )
+        encs = []
+        for enc in self._counter.encode_batch(texts, add_special_tokens=False):
+            if len(enc.ids) > keep:
+                enc.truncate(keep)
+            encs.append(processor.process(enc) if processor is not None else enc)
+        width = max(len(e.ids) for e in encs)
+        ids = np.full((len(encs), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encs), width), dtype=np.int64)
+        types = np.zeros((len(encs), width), dtype=np.int64)
+        for row, enc in enumerate(encs):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = enc.attention_mask
+            types[row, :n] = enc.type_ids
+        return ids, mask, types
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        assert self._tokenizer is not None
-        encs = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encs], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        ids, mask, types = self._encode(texts)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.array([e.type_ids for e in encs], dtype=np.int64)
+            feeds["token_type_ids"] = types
         try:
             (hidden,) = self._session.run([self.spec.output_name], feeds)
         except Exception as exc:  # onnxruntime raises its own non-exported types

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .chunker import ChunkParams
 from .embeddings import Embedder, count_tokens, count_tokens_batch
-from .index import MemoryIndex, Progress, SyncReport
+from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
 from .metadata import EntryMeta
 from .search import SearchOptions, SearchResponse, retrieval_text, search
@@ -43,7 +43,9 @@ class MemoryEngine:
         search_options: SearchOptions = SearchOptions(),
         injection_options: InjectionOptions = InjectionOptions(),
         chunk_params: ChunkParams = ChunkParams(),
+        cache_max_entries: int = CACHE_MAX_ENTRIES,
     ) -> None:
+        """``cache_max_entries`` bounds the index's embedding cache (least recently used go)."""
         self.workspace = (
             workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
         )
@@ -51,7 +53,13 @@ class MemoryEngine:
         self.search_options = search_options
         self.injection_options = injection_options
         self.store = MemoryStore(self.workspace)
-        self.index = MemoryIndex(self.workspace, self.embedder, count_tokens_batch, chunk_params)
+        self.index = MemoryIndex(
+            self.workspace,
+            self.embedder,
+            count_tokens_batch,
+            chunk_params,
+            cache_max_entries=cache_max_entries,
+        )
         self._model_lock = threading.Lock()
 
     @property

@@ -37,6 +37,9 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 MIN_CHUNKS_TO_PRUNE = 2000
 #: Writes commit at least this often (rows), so readers see progress and a crash loses little.
 COMMIT_EVERY = 200
+#: Default bound of the embedding cache (entries). Entries a current chunk uses are always kept;
+#: beyond them, the least recently used go first (OpenClaw's default, 10,000).
+CACHE_MAX_ENTRIES = 10_000
 
 #: How long a connection waits for another one's write lock before giving up (seconds).
 DEFAULT_BUSY_TIMEOUT = 5.0
@@ -136,6 +139,7 @@ class SyncReport:
     chunks_removed: int = 0
     embedded: int = 0
     cache_hits: int = 0
+    cache_evicted: int = 0
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -148,6 +152,7 @@ class SyncReport:
             "chunks_removed",
             "embedded",
             "cache_hits",
+            "cache_evicted",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.warnings.extend(other.warnings)
@@ -209,7 +214,8 @@ def _schema(dims: int) -> list[str]:
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
         """CREATE TABLE IF NOT EXISTS embedding_cache (
-            model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, hash))""",
+            model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL,
+            last_used INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model, hash))""",
     ]
 
 
@@ -242,13 +248,18 @@ class MemoryIndex:
         *,
         path: Path | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        cache_max_entries: int = CACHE_MAX_ENTRIES,
     ) -> None:
+        """``cache_max_entries`` bounds the embedding cache (see :meth:`prune_cache`)."""
+        if cache_max_entries < 0:
+            raise ValueError("cache_max_entries must be >= 0")
         self.workspace = workspace
         self.embedder = embedder
         self.count_tokens = count_tokens
         self.params = params
         self.path = path or workspace.index_path
         self.busy_timeout = busy_timeout
+        self.cache_max_entries = cache_max_entries
         self.notices: list[str] = []
         self.mirror = VectorMirror(embedder.dims)
         self._mirror_loaded = False
@@ -263,6 +274,8 @@ class MemoryIndex:
         self._identity: tuple[int, int] | None = None
         #: How many times this index file has been rebuilt (``meta``); read at each (re)open.
         self.generation = 0
+        #: Reader connections by the thread they belong to (closed once that thread has ended).
+        self._reader_threads: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._writer = self._open_or_recover()
 
     # -- connections --
@@ -293,7 +306,10 @@ class MemoryIndex:
             self._untrack(conn)  # opened on a file that has since been replaced
             conn = None
         if conn is None:
+            self._close_orphaned_readers()
             conn = self._track(self._connect())
+            with self._connections_lock:
+                self._reader_threads.append((threading.current_thread(), conn))
             local.conn, local.epoch = conn, self._epoch
         return conn
 
@@ -302,6 +318,21 @@ class MemoryIndex:
             f"the index {self.path} is locked by another process ({exc}; waited "
             f"{self.busy_timeout:g} s); try again when it is done"
         )
+
+    def _close_orphaned_readers(self) -> None:
+        """Close the readers of threads that have ended. Each holds ~2 MB of page cache, and
+        the app runs every worker in a new thread: left open, they grew the process by ~2 MB
+        per search (tests/bench/memory.py)."""
+        with self._connections_lock:
+            ended = [(t, c) for t, c in self._reader_threads if not t.is_alive()]
+            if not ended:
+                return
+            self._reader_threads = [(t, c) for t, c in self._reader_threads if t.is_alive()]
+            closed = {id(c) for _, c in ended}
+            self._connections = [c for c in self._connections if id(c) not in closed]
+        for _, conn in ended:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     def _open_or_recover(self) -> sqlite3.Connection:
         """The writer connection, on a usable index file.
@@ -364,6 +395,11 @@ class MemoryIndex:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
             if "context" not in columns:
                 conn.execute("ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+            cache_columns = {row[1] for row in conn.execute("PRAGMA table_info(embedding_cache)")}
+            if "last_used" not in cache_columns:
+                conn.execute(
+                    "ALTER TABLE embedding_cache ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0"
+                )
             stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if not stored:
                 conn.executemany(
@@ -430,6 +466,7 @@ class MemoryIndex:
                 with contextlib.suppress(Exception):
                     conn.close()
             self._connections.clear()
+            self._reader_threads.clear()
         self._local = threading.local()
 
     # -- sync --
@@ -456,6 +493,7 @@ class MemoryIndex:
             report.merge(self.remove_file(rel))
         if embed:
             report.merge(self.embed_pending(progress=progress))
+        report.cache_evicted = self.prune_cache()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -471,6 +509,7 @@ class MemoryIndex:
                 report.merge(self.remove_file(rel))
         if embed:
             report.merge(self.embed_pending())
+        report.cache_evicted = self.prune_cache()
         return report
 
     @_follows_rebuilds
@@ -605,8 +644,12 @@ class MemoryIndex:
         cached = [(r[0], r[4]) for r in rows if r[4] is not None]
         missing = [r for r in rows if r[4] is None]
         report.cache_hits = len(cached)
+        hit_hashes = sorted({r[3] for r in rows if r[4] is not None})
+        del rows
         for start in range(0, len(cached), COMMIT_EVERY):
             self._store_vectors(cached[start : start + COMMIT_EVERY], cache=None)
+        del cached
+        self._touch_cache(model, hit_hashes)
         # Embed distinct texts once, in slices so progress is visible and memory stays flat.
         by_hash: dict[str, list[int]] = {}
         texts: dict[str, str] = {}
@@ -640,9 +683,11 @@ class MemoryIndex:
             return
         with self._writing() as conn:
             if cache:
+                stamp = _next_cache_stamp(conn)
                 conn.executemany(
-                    "INSERT OR REPLACE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
-                    cache,
+                    """INSERT OR REPLACE INTO embedding_cache(model, hash, embedding, last_used)
+                       VALUES (?, ?, ?, ?)""",
+                    [(*row, stamp) for row in cache],
                 )
             # The chunk may have been deleted by a concurrent sync since we read it.
             live = {
@@ -671,13 +716,19 @@ class MemoryIndex:
         """Load the in-RAM vector mirror from sqlite-vec on first use."""
         with self._write_lock:
             if not self._mirror_loaded:
-                rows = self._writer.execute("SELECT rowid, embedding FROM chunks_vec").fetchall()
-                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-                blob = b"".join(r[1] for r in rows)
-                matrix = np.frombuffer(blob, dtype=np.float32).reshape(
-                    len(rows), self.embedder.dims
-                )
-                self.mirror.load(ids, matrix)
+                # Row by row into one preallocated matrix: fetching every blob first, then
+                # joining them, held three copies of the vectors at once.
+                count = self._writer.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+                ids = np.empty(count, dtype=np.int64)
+                matrix = np.empty((count, self.embedder.dims), dtype=np.float32)
+                row = 0
+                for rowid, blob in self._writer.execute("SELECT rowid, embedding FROM chunks_vec"):
+                    if row == count:
+                        break
+                    ids[row] = rowid
+                    matrix[row] = np.frombuffer(blob, dtype=np.float32)
+                    row += 1
+                self.mirror.load(ids[:row], matrix[:row])
                 self._mirror_loaded = True
         return self.mirror
 
@@ -704,6 +755,7 @@ class MemoryIndex:
             self.params,
             path=tmp_path,
             busy_timeout=self.busy_timeout,
+            cache_max_entries=self.cache_max_entries,
         )
         try:
             self._copy_cache_into(fresh)
@@ -735,21 +787,57 @@ class MemoryIndex:
         return report
 
     def _copy_cache_into(self, other: MemoryIndex) -> None:
-        """Seed ``other``'s embedding cache with this one's (skipped if this file is unreadable)."""
+        """Every cache entry, with its recency, streamed (not held in memory) into ``other``.
+
+        Nothing is evicted here: ``other``'s sync prunes once all its chunks are in, so an
+        entry the rebuilt index uses is never lost. Skipped if this file is unreadable.
+        """
         try:
-            rows = (
-                self._reader()
-                .execute("SELECT model, hash, embedding FROM embedding_cache")
-                .fetchall()
+            rows = self._reader().execute(
+                "SELECT model, hash, embedding, last_used FROM embedding_cache"
             )
             with _transaction(other._writer) as conn:
                 conn.executemany(
-                    "INSERT OR IGNORE INTO embedding_cache(model, hash, embedding) VALUES (?, ?, ?)",
+                    """INSERT OR IGNORE INTO embedding_cache(model, hash, embedding, last_used)
+                       VALUES (?, ?, ?, ?)""",
                     rows,
                 )
         except sqlite3.DatabaseError as exc:
             if is_busy(exc):
                 raise self._locked_error(exc) from exc
+
+    def _touch_cache(self, model: str, hashes: Sequence[str]) -> None:
+        """Mark cache entries as just used (their vectors were reused)."""
+        if not hashes:
+            return
+        with self._write_lock, _transaction(self._writer) as conn:
+            stamp = _next_cache_stamp(conn)
+            conn.executemany(
+                "UPDATE embedding_cache SET last_used = ? WHERE model = ? AND hash = ?",
+                [(stamp, model, digest) for digest in hashes],
+            )
+
+    def prune_cache(self, max_entries: int | None = None) -> int:
+        """Bound the embedding cache; returns how many entries were evicted.
+
+        Keeps every entry a current chunk uses (this model, a hash in ``chunks``), however
+        many; beyond those, keeps the most recently used up to ``max_entries`` in all (default:
+        ``cache_max_entries``). Entries of other models are never in use. ``sync`` and
+        ``sync_paths`` call it once their chunks are in, so a rebuild keeps what it reuses.
+        """
+        limit = self.cache_max_entries if max_entries is None else max_entries
+        with self._write_lock:
+            total = self._writer.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+            if total <= limit:
+                return 0
+            with _transaction(self._writer) as conn:
+                return conn.execute(
+                    """DELETE FROM embedding_cache WHERE rowid IN (
+                           SELECT rowid FROM embedding_cache
+                           WHERE NOT (model = ? AND hash IN (SELECT hash FROM chunks))
+                           ORDER BY last_used, rowid LIMIT ?)""",
+                    (self.embedder.fingerprint, total - limit),
+                ).rowcount
 
     # -- reading --
 
@@ -906,10 +994,16 @@ class MemoryIndex:
                 0
             ],
             "cache_entries": conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0],
+            "cache_max_entries": self.cache_max_entries,
             "index_bytes": size,
             "fingerprint": self.stored_fingerprint(),
             "warnings": warnings,
         }
+
+
+def _next_cache_stamp(conn: sqlite3.Connection) -> int:
+    """A recency stamp newer than every cache entry's (a counter: clocks can go backwards)."""
+    return conn.execute("SELECT coalesce(max(last_used), 0) + 1 FROM embedding_cache").fetchone()[0]
 
 
 @contextlib.contextmanager

@@ -160,14 +160,22 @@ class VectorMirror:
             self._mean = matrix.mean(axis=0).astype(np.float32)
         self._ids = ids
         self._matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        self._bits = _sign_bits(self._matrix - self._mean)
+        self._bits = _sign_bits(self._matrix, self._mean)
         self._dead = np.zeros(len(ids), dtype=bool)
         self._row_of = {int(i): r for r, i in enumerate(ids)}
 
 
-def _sign_bits(matrix: np.ndarray) -> np.ndarray:
-    packed = np.packbits(matrix > 0, axis=1)
-    pad = (-packed.shape[1]) % 8
-    if pad:
-        packed = np.pad(packed, ((0, 0), (0, pad)))
-    return packed.view(np.uint64)
+def _sign_bits(matrix: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
+    """Sign bits of ``matrix - mean``, packed into uint64 words per row.
+
+    Done in slices of rows: centring the whole matrix at once made a float32 copy of it.
+    """
+    words = (matrix.shape[1] + 63) // 64
+    out = np.zeros((matrix.shape[0], words * 8), dtype=np.uint8)
+    for start in range(0, matrix.shape[0], 4096):
+        part = matrix[start : start + 4096]
+        if mean is not None:
+            part = part - mean
+        packed = np.packbits(part > 0, axis=1)
+        out[start : start + len(packed), : packed.shape[1]] = packed
+    return out.view(np.uint64)
