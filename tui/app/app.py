@@ -52,6 +52,7 @@ class MemdeckApp(App[int]):
             id="app.command_palette",
             tooltip="Every command, searchable",
             priority=True,
+            show=False,  # the footer is full on a narrow screen; F1 and the README name it
         ),
         Binding(
             "f1",
