@@ -116,6 +116,8 @@ last written and what happened. The log below records trigger and index events a
         self.clock = clock
         self.stats: dict[str, object] = {}
         self.model_state: str | None = None
+        #: Indexing in progress (``embedding 120/400 units``), else empty.
+        self.progress = ""
         self.flushes: dict[str, tuple[datetime, str]] = {}
         #: The activity log's lines, newest last (the RichLog only renders once it has a size).
         self.events: deque[str] = deque(maxlen=LOG_LINES)
@@ -145,6 +147,14 @@ last written and what happened. The log below records trigger and index events a
         """``loading``, ``loaded``, ``failed`` or ``none`` (no model: BM25 only)."""
         self.model_state = state
         self._render_summary()
+
+    def set_progress(self, text: str) -> None:
+        """Indexing progress (``embedding 120/400 units``); empty when indexing is done."""
+        if text != self.progress:
+            self.progress = text
+            self._render_summary()
+            if not text:
+                self.refresh_stats()
 
     def record_flush(self, trigger: str, outcome: str) -> None:
         """Remember the last flush of ``trigger`` (e.g. ``idle``, ``"3 messages → 2026-11-22.md"``)."""
@@ -201,6 +211,9 @@ last written and what happened. The log below records trigger and index events a
             ("index size", Text(format_bytes(_count(stats, "index_bytes")))),
             ("model", Text.assemble(str(stats.get("model", "")), " ", (label, color))),
         ]
+        if self.progress:
+            note = " — BM25 only for them meanwhile" if self.progress.startswith("embedding") else ""
+            rows.append(("indexing", Text(self.progress + note, style="bold yellow")))
         warnings = stats.get("warnings")
         if isinstance(warnings, list) and warnings:
             rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))

@@ -396,7 +396,9 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
-            self.watcher = WorkspaceWatcher(self.engine.memory, self.post_message)
+            self.watcher = WorkspaceWatcher(
+                self.engine.memory, self.post_message, progress=self._progress()
+            )
             self._watch_workspace()
         self._run_triggers()
 
@@ -499,9 +501,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     @on(IndexProgress)
     def _index_progress(self, message: IndexProgress) -> None:
         if message.done >= message.total:
-            self.header.progress = ""
+            text = ""
         else:
-            self.header.progress = f"{message.stage} {message.done:,}/{message.total:,}"
+            units = " units" if message.stage == "embedding" else ""
+            text = f"{message.stage} {message.done:,}/{message.total:,}{units}"
+        self.header.progress = text
+        self.memory_panels.stats_panel.set_progress(text)
 
     @on(IndexSynced)
     def _index_synced(self, message: IndexSynced) -> None:
@@ -509,6 +514,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
         self.header.progress = ""
         panels = self.memory_panels
+        panels.stats_panel.set_progress("")
         if message.error:
             panels.log_event(f"index {message.reason} failed: {message.error}")
             self.notify(message.error, title="index", severity="error")
