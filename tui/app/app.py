@@ -247,9 +247,12 @@ class MemdeckApp(App[int]):
     def action_show_help(self) -> None:
         """F1: help for the focused widget, with its keys."""
         from tui.app.screens.help_screen import HelpScreen
+        from tui.engine.search import score_formula
 
         bindings = [(key, active.binding) for key, active in self.screen.active_bindings.items()]
-        self.push_screen(HelpScreen(self.focused, bindings))
+        engine = self.opened_engine
+        formula = score_formula(engine.memory.search_options) if engine is not None else ""
+        self.push_screen(HelpScreen(self.focused, bindings, formula))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every action, for the command palette."""

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import __version__
 from ..engine.embeddings import EmbeddingError
 from ..engine.fileio import ConcurrentEditError
 from ..engine.index import DatabaseError, IndexLockedError, is_busy
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="memory workspace (default: $MEMDECK_WORKSPACE or the platform data dir)",
     )
+    parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help_text, configure, run) in COMMANDS.items():
         child = sub.add_parser(name, help=help_text, description=help_text)
