@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.signal import Signal
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
+from textual.widgets._tabbed_content import ContentTabs
 
 from tui.app.messages import MemoryChanged
 from tui.app.panels.base import EnginePanel
@@ -179,13 +180,27 @@ tab in this session.
         user's choice; ``focus`` also focuses the widget one works in there (after a refresh, so
         it wins over focus given back by a closing palette)."""
         self.chosen_tab = tab_id
+        focused = self.screen.focused
+        if focused is not None and self in focused.ancestors:
+            # Focus left in the pane being hidden would move to a hidden sibling, whose pane
+            # then becomes active again: take it along to the new tab instead.
+            focus = True
+            self.screen.set_focus(None)
         self.query_one(TabbedContent).active = tab_id
         if focus:
-            self.call_after_refresh(self._focus_tab, tab_id)
+            # Two refreshes: the first lays the tab out (and delivers the Hide/Show events of a
+            # view change, which would blur a widget focused before them).
+            self.call_after_refresh(self.call_after_refresh, self._focus_tab, tab_id)
 
     def _focus_tab(self, tab_id: str) -> None:
-        if self.query_one(TabbedContent).active == tab_id:
-            self.query_one(TAB_FOCUS[tab_id]).focus()
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != tab_id:
+            return
+        target = self.query_one(TAB_FOCUS[tab_id])
+        if target.focusable:
+            target.focus()
+        else:  # e.g. a log too short to scroll: the tab row takes the keys (← → switch tabs)
+            tabs.query_one(ContentTabs).focus()
 
     def bring_inject_forward(self) -> None:
         """The user is typing a message: show the Inject tab, unless they chose another tab in

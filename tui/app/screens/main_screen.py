@@ -804,8 +804,10 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     def action_show_tab(self, tab_id: str) -> None:
         """Open a memory tab and focus it (on a narrow screen, the memory comes forward)."""
-        self.view = "memory"
+        # The tab first, then the view: a tab's widget shown by both at once may receive a
+        # stale Hide after it got focus, and lose it.
         self.memory_panels.show_tab(tab_id, focus=True)
+        self.view = "memory"
 
     def action_toggle_memory(self) -> None:
         """Flip between the chat and the memory panels."""
