@@ -440,7 +440,7 @@ async def test_an_outside_edit_on_a_dirty_buffer_asks_and_keep_mine_keeps_it(
         # ...until the user saves, knowing.
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: not editor.is_dirty, "the save")
-        assert engine.workspace.memory_file.read_text() == mine
+        assert engine.workspace.memory_file.read_text() == mine + "\n"  # a save ends the file with a newline
 
 
 async def test_an_outside_edit_on_a_dirty_buffer_asks_and_load_theirs_loads_it(
@@ -498,7 +498,7 @@ async def test_a_save_refused_by_an_outside_edit_asks_and_saves_on_keep_mine(
         await wait_until(pilot, lambda: _asking(app), "asked again")
         await pilot.click("#conflict-mine")
         await wait_until(
-            pilot, lambda: engine.workspace.memory_file.read_text() == mine, "my version saved"
+            pilot, lambda: engine.workspace.memory_file.read_text() == mine + "\n", "my version saved"
         )
 
 
