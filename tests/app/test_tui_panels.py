@@ -19,6 +19,7 @@ from rich.text import Text
 from support.pilot import WAIT_S, wait_until
 from textual import on, work
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static, Tree
@@ -32,7 +33,7 @@ from tui.app.panels import (
     SearchPanel,
     StatsPanel,
 )
-from tui.app.panels.base import EnginePanel
+from tui.app.panels.base import EnginePanel, format_score
 from tui.app.panels.search_panel import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
@@ -430,7 +431,7 @@ async def test_an_outside_edit_on_a_dirty_buffer_asks_and_keep_mine_keeps_it(
         # ...until the user saves, knowing.
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: not editor.is_dirty, "the save")
-        assert engine.workspace.memory_file.read_text() == mine
+        assert engine.workspace.memory_file.read_text() == mine + "\n"  # a save ends the file with a newline
 
 
 async def test_an_outside_edit_on_a_dirty_buffer_asks_and_load_theirs_loads_it(
@@ -488,7 +489,7 @@ async def test_a_save_refused_by_an_outside_edit_asks_and_saves_on_keep_mine(
         await wait_until(pilot, lambda: _asking(app), "asked again")
         await pilot.click("#conflict-mine")
         await wait_until(
-            pilot, lambda: engine.workspace.memory_file.read_text() == mine, "my version saved"
+            pilot, lambda: engine.workspace.memory_file.read_text() == mine + "\n", "my version saved"
         )
 
 
@@ -555,7 +556,8 @@ async def test_stats_show_the_index_flushes_and_events(engine: MemoryEngine) -> 
         flushes = text_of_renderable(stats.query_one("#stats-flushes", Static))
         assert "idle 09:30" in flushes and "3 messages" in flushes
         assert stats.events[-1] == "09:30:00 watcher: memory/2026-11-22.md re-indexed"
-        await wait_until(pilot, lambda: bool(stats.query_one("#stats-log").lines), "log lines")
+        log = stats.query_one("#stats-log-lines", Static)
+        await wait_until(pilot, lambda: "re-indexed" in text_of(log), "log lines")
 
 
 # -- watcher --
@@ -711,3 +713,157 @@ def test_snapshot_memory_panels(snap_compare, engine: MemoryEngine) -> None:
     assert _snapshot(
         snap_compare, app, lambda pilot: app.query_one(MemoryPanels).preview("trip to Lisbon")
     )
+
+
+# -- issue 10: the panels keep memory in view --
+
+
+async def test_the_preview_shows_every_injected_item_s_score(engine: MemoryEngine) -> None:
+    app = DraftHost(lambda: InjectionPanel(engine, now=NOW, debounce=0.01))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(InjectionPanel)
+        app.query_one("#draft", Input).focus()
+        await pilot.press(*"hotel in Lisbon")
+        await wait_until(
+            pilot,
+            lambda: panel.injection is not None and "Alfama" in panel.injection.text,
+            "the preview",
+        )
+        assert panel.injection is not None
+        included = [i for i in panel.injection.report.included if i.kind == "relevant"]
+        assert included
+        items = text_of(panel.query_one("#inject-cuts", Static))
+        for item in included:
+            assert f"✓ {item.location} ({format_score(item.score)})" in items
+        # MEMORY.md's own title is not nested under the block's heading
+        assert "\n# Long-term Memory" not in "\n" + panel.injection.text
+
+
+async def test_saving_keeps_the_final_newline_so_an_outside_append_stays_on_its_line(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
+        area = editor.text_area
+        area.focus()
+        await pilot.press("ctrl+end")
+        assert area.cursor_location == area.document.end
+        await pilot.press("backspace")  # the final newline goes
+        await pilot.press("enter", *"- Swims on Sundays")
+        assert not area.text.endswith("\n")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not editor.is_dirty, "the save")
+        on_disk = engine.workspace.memory_file.read_text()
+        assert on_disk.endswith("- Swims on Sundays\n") and area.text == on_disk
+        with engine.workspace.memory_file.open("a", encoding="utf-8") as outside:
+            outside.write("- Added by another editor\n")
+        lines = engine.workspace.memory_file.read_text().splitlines()
+        assert lines[-2:] == ["- Swims on Sundays", "- Added by another editor"]
+
+
+async def test_editor_keys_and_one_status_at_a_time(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryEditor(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        editor = app.query_one(MemoryEditor)
+        await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
+        area = editor.text_area
+        area.focus()
+        await pilot.press("ctrl+end")
+        assert area.cursor_location == area.document.end
+        await pilot.press("ctrl+home")
+        assert area.cursor_location == (0, 0)
+        await pilot.press("ctrl+shift+end")
+        assert area.selected_text == area.text
+        await pilot.press("ctrl+home", "x")
+        status = editor.query_one("#memory-status", Static)
+        assert text_of(status) == "MEMORY.md ● modified · ctrl+s saves"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not editor.is_dirty, "the save")
+        assert text_of(status) == "MEMORY.md · saved"
+        await pilot.press("y")  # an edit after the save: modified, not "saved"
+        assert text_of(status) == "MEMORY.md ● modified · ctrl+s saves"
+
+
+async def test_the_activity_log_wraps_without_losing_characters(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: StatsPanel(engine, clock=fixed_clock))
+    async with app.run_test(size=(40, 30)) as pilot:
+        stats = app.query_one(StatsPanel)
+        long_line = " ".join(f"word{n:02d}" for n in range(30)) + " end/of/a/very-long-path.md"
+        stats.log_event(long_line)
+        await pilot.pause(0.2)
+        lines = stats.query_one("#stats-log-lines", Static)
+        strips = lines.render_lines(Region(0, 0, lines.size.width, lines.size.height))
+        rows = ["".join(segment.text for segment in strip).strip() for strip in strips]
+        assert len([r for r in rows if r]) > 2  # it did wrap
+        shown = " ".join(r for r in rows if r)
+        assert "".join(shown.split()) == "".join(f"09:30:00 {long_line}".split())
+
+
+async def test_daily_labels_are_clean_text(engine: MemoryEngine) -> None:
+    app = PanelHost(lambda: DailyTree(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        daily = app.query_one(DailyTree)
+        engine.store.append_daily(
+            "## 09:30 · trip · 8 messages <!-- mem src=auto flush=ab12 session=s1 -->\n\n- ok\n",
+            NOW,
+        )
+        daily.reload()
+        await wait_until(pilot, lambda: len(daily.logs) == 4, "the new log")
+        newest = daily.query_one("#daily-tree", Tree).root.children[0].children[0]
+        assert [str(n.label) for n in newest.children] == ["09:30 · trip · 8 messages  L3"]
+
+
+def test_search_text_cell_says_dash_without_a_text_match() -> None:
+    from tui.app.panels.search_panel import format_text_score
+
+    assert format_text_score(0.0, -0.0) == "—"
+    assert format_text_score(0.0, None) == "—"
+    assert format_text_score(0.61, -4.23) == ".61 (-4.2)"
+
+
+async def test_a_result_shows_its_matching_lines_with_the_terms_highlighted(
+    engine: MemoryEngine,
+) -> None:
+    notes = "\n".join(f"packing {n} socks" for n in range(1, 30))
+    notes += "\nremember the zeppelin tickets!\n"
+    (engine.workspace.root / "memory" / "packing.md").write_text(notes, encoding="utf-8")
+    engine.sync()
+    app = PanelHost(lambda: SearchPanel(engine, now=NOW))
+    async with app.run_test(size=(100, 24)) as pilot:
+        panel = app.query_one(SearchPanel)
+        panel.set_query("zeppelin tickets")
+        await wait_until(
+            pilot,
+            lambda: panel.response is not None and bool(panel.response.results),
+            "a result",
+        )
+        assert panel.response is not None
+        top = panel.response.results[0]
+        assert top.path == "memory/packing.md" and top.start_line < 30 <= top.end_line
+        scroll = panel.query_one("#search-context-scroll")
+        context = panel.query_one("#search-context", Static)
+        await wait_until(pilot, lambda: scroll.scroll_y > 0, "the view to scroll to the match")
+        await pilot.pause(0.1)
+        # the matching line is in view, not only the chunk's first lines
+        region = Region(0, int(scroll.scroll_y), context.size.width, scroll.size.height)
+        shown = "".join(segment.text for strip in context.render_lines(region) for segment in strip)
+        assert "zeppelin tickets" in shown
+        grid = context.content
+        cells = [cell for column in grid.columns for cell in column._cells]  # type: ignore[union-attr]
+        highlighted = {
+            cell.plain[span.start : span.end].lower()
+            for cell in cells
+            if isinstance(cell, Text)
+            for span in cell.spans
+            if "reverse" in str(span.style)
+        }
+        assert highlighted == {"zeppelin", "tickets"}
+
+
+def test_the_search_help_shows_the_score_formula(engine: MemoryEngine) -> None:
+    from tui.engine.search import score_formula
+
+    panel = SearchPanel(engine, now=NOW)
+    assert score_formula(engine.search_options) in panel.HELP

@@ -67,7 +67,7 @@ def test_flush_writes_summary_facts_indexes_and_moves_pointer(
     root = engine.memory.workspace.root
     daily = (root / outcome.daily_log).read_text()
     heading = re.search(r"^## .*$", daily, re.M).group(0)
-    assert "trip planning" in heading and "messages 1–4" in heading
+    assert "trip planning" in heading and "4 messages" in heading
     assert f"flush={outcome.flush_id}" in heading
     assert "- Summary number 1 of the chat." in daily
     memory_md = engine.memory.workspace.memory_file.read_text()
@@ -86,20 +86,36 @@ def test_flush_writes_summary_facts_indexes_and_moves_pointer(
     assert responder.count == 2
 
 
-def test_no_model_or_endpoint_down_is_skipped_then_retried(tmp_path: Path) -> None:
-    unconfigured = make_engine(tmp_path, make_config(tmp_path))
-    session = unconfigured.sessions.create().id
-    add_messages(unconfigured.sessions, session, 2)
-    outcome = unconfigured.flusher.flush_session(session)
-    assert outcome.status == "skipped" and "no LLM configured" in outcome.detail
-    assert unconfigured.sessions.load(session).last_logged_message_id is None
-    unconfigured.close()
+def test_without_a_model_the_conversation_is_logged_as_an_extract(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path, make_config(tmp_path))
+    session = engine.sessions.create().id
+    long_answer = "word " * 200
+    engine.sessions.append_message(session, "user", "where should   I walk\nthe dog?")
+    engine.sessions.append_message(session, "assistant", long_answer)
+    outcome = engine.flusher.flush_session(session)
+    assert (outcome.status, outcome.messages, outcome.facts) == ("flushed", 2, 0)
+    daily = (engine.memory.workspace.root / outcome.daily_log).read_text()
+    heading = re.search(r"^## .*$", daily, re.M).group(0)
+    assert "2 messages · not summarised (no model)" in heading
+    assert "- You: where should I walk the dog?" in daily
+    assert "- Assistant: word word" in daily and "…" in daily and long_answer not in daily
+    assert engine.sessions.load(session).last_logged_message_id is not None
+    # exactly once: nothing new, nothing appended again
+    assert engine.flusher.flush_session(session).status == "nothing_new"
+    assert (engine.memory.workspace.root / outcome.daily_log).read_text() == daily
+    assert engine.memory.search("walk the dog", min_score=0.0).results
+    engine.close()
 
+
+def test_endpoint_down_is_skipped_then_retried(tmp_path: Path) -> None:
     with FakeOpenAI(FakeOpenAI.error(503), responder=None) as server:
         responder = SummaryResponder()
         engine = make_engine(tmp_path, make_config(tmp_path, server))
+        session = engine.sessions.create().id
+        add_messages(engine.sessions, session, 2)
         down = engine.flusher.flush_session(session)
         assert down.status == "skipped" and "server" in down.detail
+        assert engine.sessions.load(session).last_logged_message_id is None
         assert not (engine.memory.workspace.memory_dir).exists()
         server.responder = responder
         retried = engine.flusher.flush_session(session)
@@ -260,10 +276,13 @@ def test_sigkill_while_waiting_for_the_answer(tmp_path: Path) -> None:
 
 def test_cli_flush_all_and_skip_reason(tmp_path: Path) -> None:
     root, session, _ = _crash_setup(tmp_path)
-    no_llm = run_memdeck(["--workspace", str(root), "flush"], memdeck_env(None, tmp_path))
-    assert no_llm.returncode == 1 and "no LLM configured" in no_llm.stderr
+    unreachable = memdeck_env(
+        None, tmp_path, OPENAI_BASE_URL="http://127.0.0.1:9/v1", MEMDECK_MODEL="unreachable"
+    )
+    down = run_memdeck(["--workspace", str(root), "flush"], unreachable)
+    assert down.returncode == 1 and "skipped" in down.stderr
     state = json.loads((root / ".memdeck" / "state.json").read_text())
-    assert "no LLM configured" in state["skipped"][session]["detail"]
+    assert state["skipped"][session]["detail"]
     responder = SummaryResponder()
     with FakeOpenAI(responder=responder) as server:
         done = run_memdeck(["--workspace", str(root), "flush"], memdeck_env(server, tmp_path))

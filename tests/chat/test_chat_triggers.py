@@ -118,18 +118,29 @@ def test_delete_flushes_first_then_moves_to_trash(engine: ChatEngine, heard: lis
     assert engine.sessions.restore(session).message_count == 4
 
 
-def test_delete_without_llm_keeps_the_transcript(tmp_path: Path) -> None:
+def test_delete_with_the_model_down_keeps_the_transcript(tmp_path: Path) -> None:
     from tui.chat.sessions import UnloggedMessagesError
 
-    engine = make_engine(tmp_path, make_config(tmp_path))
+    unreachable = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MEMDECK_MODEL": "m"}
+    engine = make_engine(tmp_path, make_config(tmp_path, env=unreachable))
     session = session_with_messages(engine, 2)
     with pytest.raises(UnloggedMessagesError, match="2 messages") as refused:
         engine.triggers.delete_session(session)
-    assert refused.value.outcome.status == "skipped" and "no LLM" in refused.value.outcome.detail
+    assert refused.value.outcome.status == "skipped"
     assert engine.sessions.exists(session)
     trash, event = engine.triggers.delete_session(session, force=True)
     assert event.outcome.status == "skipped"
     assert trash.exists() and "message 2" in trash.read_text()
+    engine.close()
+
+
+def test_delete_without_a_model_logs_the_conversation_first(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path, make_config(tmp_path))
+    session = session_with_messages(engine, 2)
+    trash, event = engine.triggers.delete_session(session)
+    assert event.outcome.status == "flushed" and event.outcome.messages == 2
+    assert trash.exists()
+    assert "message 2" in engine.memory.workspace.daily_log(date.today()).read_text()
     engine.close()
 
 

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING
 from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.worker import Worker, WorkerState
+from textual.widgets import Input
+from textual.worker import Worker, WorkerCancelled, WorkerState
 
 from tui.app.screens.main_screen import MainScreen
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
@@ -35,6 +37,29 @@ if TYPE_CHECKING:
 
 #: Longest wait for the quit flush before the app closes anyway.
 QUIT_FLUSH_TIMEOUT = 15.0
+
+
+class MemdeckCommandPalette(CommandPalette):
+    """Textual's palette, except that Enter pressed while the typed text is still being
+    searched waits for the search, then acts on it as Textual does (the top hit is highlighted,
+    Enter runs it). Textual's own palette drops such an Enter: a fast typist's command ran
+    nothing until ↓ was pressed."""
+
+    @on(Input.Submitted)
+    def _submitted_after_search(self, event: Input.Submitted) -> None:
+        event.stop()
+        event.prevent_default()  # instead of CommandPalette._select_or_command, below
+        self._submit_when_searched()
+
+    @work(group="memdeck-submit", exclusive=True)
+    async def _submit_when_searched(self) -> None:
+        for worker in list(self.workers):
+            if worker.group == self._GATHER_COMMANDS_GROUP and worker.is_running:
+                try:
+                    await worker.wait()
+                except WorkerCancelled:
+                    return  # the text changed again: a newer search (and Enter) follows
+        self._select_or_command()
 
 
 class MemdeckApp(App[int]):
@@ -52,6 +77,7 @@ class MemdeckApp(App[int]):
             id="app.command_palette",
             tooltip="Every command, searchable",
             priority=True,
+            show=False,  # the footer is full on a narrow screen; F1 and the README name it
         ),
         Binding(
             "f1",
@@ -213,12 +239,20 @@ class MemdeckApp(App[int]):
 
     # -- help and commands --
 
+    def action_command_palette(self) -> None:
+        """ctrl+p: the command palette (one whose Enter waits for a search in progress)."""
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(MemdeckCommandPalette(id="--command-palette"))
+
     def action_show_help(self) -> None:
         """F1: help for the focused widget, with its keys."""
         from tui.app.screens.help_screen import HelpScreen
+        from tui.engine.search import score_formula
 
         bindings = [(key, active.binding) for key, active in self.screen.active_bindings.items()]
-        self.push_screen(HelpScreen(self.focused, bindings))
+        engine = self.opened_engine
+        formula = score_formula(engine.memory.search_options) if engine is not None else ""
+        self.push_screen(HelpScreen(self.focused, bindings, formula))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every action, for the command palette."""
@@ -264,12 +298,19 @@ class MemdeckApp(App[int]):
         )
         for tab_id, title in TABS.items():
             yield SystemCommand(
-                f"Show {title}",
-                f"Open the {title} tab",
-                partial(main.memory_panels.show_tab, tab_id),
+                f"Show {title}", f"Open the {title} tab", partial(main.action_show_tab, tab_id)
             )
+        yield SystemCommand(
+            "Switch chat / memory",
+            "Flip between the chat and the memory panels (ctrl+t)",
+            main.action_toggle_memory,
+        )
         yield SystemCommand("Focus message box", "Type a message", main.action_focus_chat)
-        yield SystemCommand("Focus sessions", "Pick a session", main.action_focus_sessions)
+        yield SystemCommand(
+            "Focus sessions",
+            "Pick a session (shown over the chat when the screen is narrow)",
+            main.action_focus_sessions,
+        )
         yield SystemCommand(
             "Help", "Explain the focused widget and its keys (F1)", self.action_show_help
         )

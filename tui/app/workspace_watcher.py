@@ -100,11 +100,15 @@ class WorkspaceWatcher:
         *,
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         force_polling: bool | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         """``on_change`` is called on the event loop with each batch's :class:`MemoryChanged`
-        (its paths are empty when the whole workspace was re-synced)."""
+        (its paths are empty when the whole workspace was re-synced): once the files are
+        full-text indexed, and again once their new units are embedded (``progress`` is called
+        from the embedding thread meanwhile)."""
         self.engine = engine
         self.on_change = on_change
+        self.progress = progress
         self.debounce_ms = debounce_ms
         self.force_polling = force_polling
         self._stop_event = asyncio.Event()
@@ -148,12 +152,21 @@ class WorkspaceWatcher:
         if not plan.paths and not plan.rescan:
             return
         changed = [] if plan.rescan else plan.paths
+        # Full-text first (searchable at once), then the vectors: a big file takes a while to
+        # embed, and the header and Stats show the progress meanwhile.
         try:
             if plan.rescan:
-                report = await asyncio.to_thread(self.engine.sync)
+                report = await asyncio.to_thread(self.engine.sync, embed=False)
             else:
-                report = await asyncio.to_thread(self.engine.sync_paths, plan.paths)
+                report = await asyncio.to_thread(self.engine.sync_paths, plan.paths, embed=False)
         except Exception as exc:  # the watcher must outlive a failed sync (locked, unreadable...)
             self.on_change(MemoryChanged(changed, SOURCE, error=str(exc)))
             return
         self.on_change(MemoryChanged(changed, SOURCE, report))
+        try:
+            embedded = await asyncio.to_thread(self.engine.embed_pending, progress=self.progress)
+        except Exception as exc:
+            self.on_change(MemoryChanged(changed, SOURCE, error=f"embedding: {exc}"))
+            return
+        if embedded.embedded or embedded.cache_hits:
+            self.on_change(MemoryChanged(changed, SOURCE, embedded))

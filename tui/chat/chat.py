@@ -44,7 +44,7 @@ from .events import (
     Usage,
 )
 from .flush import DailyLogFlusher
-from .sessions import SessionError, SessionStore, Transcript, new_id
+from .sessions import SessionError, SessionStore, Transcript, injection_record, new_id
 from .state import WorkspaceState, local_now
 from .tools import MemoryTools, ToolArgumentError, ToolResult, parse_arguments
 from .triggers import TriggerManager
@@ -303,6 +303,14 @@ class ChatEngine:
                 {"type": "model_change", "id": new_id("c"), "model": self.llm.model},
             )
         injection = await asyncio.to_thread(self.preview_injection, text)
+        results = [
+            {k: v for k, v in r.to_json().items() if k != "text"} for r in injection.results
+        ]
+        await asyncio.to_thread(
+            self.sessions.append,
+            session_id,
+            injection_record(message_id, injection.text, injection.report.to_json(), results),
+        )
         yield InjectionBuilt(session_id, injection.text, injection.report)
         tools = self.tools.definitions()
         messages = await self._request_messages(session_id, injection.text)

@@ -145,6 +145,24 @@ def build_summary_request(title: str, messages: Sequence[Message]) -> list[dict[
     ]
 
 
+#: Characters of each message an extractive record keeps (flushes without a model).
+EXTRACT_CHARS = 300
+
+
+def extractive_summary(messages: Sequence[Message]) -> str:
+    """The conversation itself, trimmed, for the daily log when no model can summarise it:
+    one bullet per message (``- You: …`` / ``- Assistant: …``), each cut at
+    :data:`EXTRACT_CHARS`."""
+    lines = []
+    for message in messages:
+        role = "You" if message.role == "user" else "Assistant"
+        text = " ".join(message.content.split())
+        if len(text) > EXTRACT_CHARS:
+            text = text[: EXTRACT_CHARS - 1].rstrip() + "…"
+        lines.append(f"- {role}: {text}")
+    return "\n".join(lines)
+
+
 def _message_day(message: Message) -> date:
     try:
         return datetime.fromisoformat(message.timestamp).astimezone().date()
@@ -196,8 +214,9 @@ class DailyLogFlusher:
     ) -> FlushOutcome:
         """Log the session's new messages (all of them, in rounds of ``max_messages``).
 
-        Returns ``flushed``, ``nothing_new``, ``skipped`` (no model / endpoint down: the pointer
-        did not move, the next trigger retries) or ``failed`` (a memory file refused by the path
+        Without a model configured the messages are logged as an extract (not summarised).
+        Returns ``flushed``, ``nothing_new``, ``skipped`` (endpoint down: the pointer did not
+        move, the next trigger retries) or ``failed`` (a memory file refused by the path
         guard or unwritable: the pointer did not move either). Never raises for those cases.
         """
         try:
@@ -264,24 +283,30 @@ class DailyLogFlusher:
             # Only silent, incomplete or tool-only messages: nothing to summarise, the pointer moves on.
             self.sessions.append(session_id, {**base, "phase": "done", "count": 0})
             return FlushOutcome("nothing_new", session_id, detail="no new conversation")
-        problem = self.llm.problem
-        if problem:
-            return FlushOutcome("skipped", session_id, len(conversation), detail=problem)
-        crash_point("before_llm_answer")
-        try:
-            answer = self.llm.complete(
-                build_summary_request(transcript.display_title, conversation),
-                model=self.llm.summary_model,
-            )
-        except LLMError as exc:
-            return FlushOutcome(
-                "skipped", session_id, len(conversation), detail=f"{exc.kind}: {exc.message}"
-            )
-        summary, facts = parse_summary(answer)
-        if not summary and not facts:
-            return FlushOutcome(
-                "skipped", session_id, len(conversation), detail="the model returned no summary"
-            )
+        summarised = not self.llm.problem
+        if not summarised:
+            # No model configured: the conversation is still logged, as an extract (marked as
+            # not summarised; no long-term facts are drawn from it).
+            summary, facts = extractive_summary(conversation), []
+        else:
+            crash_point("before_llm_answer")
+            try:
+                answer = self.llm.complete(
+                    build_summary_request(transcript.display_title, conversation),
+                    model=self.llm.summary_model,
+                )
+            except LLMError as exc:
+                return FlushOutcome(
+                    "skipped", session_id, len(conversation), detail=f"{exc.kind}: {exc.message}"
+                )
+            summary, facts = parse_summary(answer)
+            if not summary and not facts:
+                return FlushOutcome(
+                    "skipped",
+                    session_id,
+                    len(conversation),
+                    detail="the model returned no summary",
+                )
         record = {
             **base,
             "phase": "prepared",
@@ -294,6 +319,7 @@ class DailyLogFlusher:
             "reason": reason,
             "summary": summary,
             "facts": facts,
+            "summarised": summarised,
         }
         self.sessions.append(session_id, record)
         crash_point("after_prepare")
@@ -312,10 +338,13 @@ class DailyLogFlusher:
             meta = format_meta(
                 EntryMeta(source="auto", extra={"flush": flush_id, "session": session_id})
             )
-            heading = (
-                f"## {record.get('time', '')} · {record.get('title', session_id)} · "
-                f"messages {record.get('first')}–{record.get('last')} {meta}"
-            )
+            count = int(record.get("count") or 0)
+            # The count is the one the outcome reports (the messages logged), not the span of
+            # message numbers, which also covers tool-only and silent ones.
+            what = f"{count} message{'s' if count != 1 else ''}"
+            if record.get("summarised") is False:
+                what += " · not summarised (no model)"
+            heading = f"## {record.get('time', '')} · {record.get('title', session_id)} · {what} {meta}"
             lead = "\n" if existing.strip() else ""
             self.memory.append_daily(f"{lead}{heading}\n\n{summary}\n", day)
         crash_point("after_daily_append")

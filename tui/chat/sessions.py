@@ -10,7 +10,10 @@ Line types (DESIGN §2, clawhive §6.2)::
     {"type": "model_change", "id": ..., "model": ...}
     {"type": "flush", "phase": "prepared"|"done", "flush_id": ..., "from_id": ..., "to_id": ..., ...}
     {"type": "error", "timestamp": ..., "kind": ..., "message": ...}
+    {"type": "injection", "message_id": <user message>, "text": ..., "report": {...}, "results": [...]}
 
+An ``injection`` line records the memory block a turn put into the system prompt, its budget
+report and the score breakdown of each memory in it ("why?" reads it, also after a restart).
 A later ``session`` line updates the metadata (a rename); nothing is ever rewritten. Messages
 may carry ``silent: true`` (the pre-compaction memory-flush turn, not shown and not summarised)
 or ``incomplete: true`` (a streamed answer cut short by an error) or ``truncated: true`` (an
@@ -109,6 +112,31 @@ class FlushRecord:
     data: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class TurnInjection:
+    """What one turn injected: the block, the builder's report (``InjectionReport.to_json``)
+    and the included search results (``SearchResult.to_json`` without their text)."""
+
+    message_id: str
+    user_text: str
+    text: str
+    report: dict[str, Any]
+    results: list[dict[str, Any]]
+
+
+def injection_record(
+    message_id: str, text: str, report: dict[str, Any], results: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The ``injection`` line of the turn started by user message ``message_id``."""
+    return {
+        "type": "injection",
+        "message_id": message_id,
+        "text": text,
+        "report": report,
+        "results": results,
+    }
+
+
 @dataclass
 class Transcript:
     """Everything in one session file, parsed. ``records`` keeps every line in order."""
@@ -182,6 +210,29 @@ class Transcript:
             if record.get("type") == "compaction":
                 return record
         return None
+
+    @property
+    def injections(self) -> list[TurnInjection]:
+        """What each turn injected, oldest first (turns from before this was recorded have
+        none)."""
+        texts = {m.id: m.content for m in self.messages}
+        found = []
+        for record in self.records:
+            if record.get("type") != "injection":
+                continue
+            message_id = str(record.get("message_id", ""))
+            report = record.get("report")
+            results = record.get("results")
+            found.append(
+                TurnInjection(
+                    message_id,
+                    texts.get(message_id, ""),
+                    str(record.get("text") or ""),
+                    report if isinstance(report, dict) else {},
+                    [r for r in results if isinstance(r, dict)] if isinstance(results, list) else [],
+                )
+            )
+        return found
 
     @property
     def display_title(self) -> str:

@@ -82,9 +82,20 @@ class MemoryEngine:
             embed=self.model_loaded if embed is None else embed, progress=progress
         )
 
-    def sync_paths(self, rel_paths: Sequence[str]) -> SyncReport:
-        """Re-sync these files (a watcher saw them change, or a write just changed them)."""
-        return self.index.sync_paths(list(rel_paths), embed=self.model_loaded)
+    def sync_paths(self, rel_paths: Sequence[str], *, embed: bool | None = None) -> SyncReport:
+        """Re-sync these files (a watcher saw them change, or a write just changed them).
+        Embeds only if the model is loaded (or ``embed``); ``embed=False`` leaves the new units
+        to :meth:`embed_pending` (full-text searchable at once)."""
+        return self.index.sync_paths(
+            list(rel_paths), embed=self.model_loaded if embed is None else embed
+        )
+
+    def embed_pending(self, *, progress: Progress | None = None) -> SyncReport:
+        """Embed every unit that has no vector yet (nothing without the model), reporting
+        ``progress("embedding", done, total)`` as it goes."""
+        if not self.model_loaded:
+            return SyncReport()
+        return self.index.embed_pending(progress=progress)
 
     # -- writing memory: every write re-indexes what it changed and says what that was --
 
@@ -196,6 +207,8 @@ class MemoryEngine:
             injection.report.notes.append(memory.notice)
         if response is not None:
             injection.report.notes.extend(response.notes)
+        included = {item.location for item in injection.report.included}
+        injection.results = [r for r in results if r.location in included]
         return injection
 
     def stats(self) -> dict[str, object]:

@@ -79,6 +79,36 @@ class InjectionReport:
             "notes": self.notes,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> InjectionReport:
+        """The report :meth:`to_json` wrote (a transcript's record of a turn); unknown or
+        missing fields fall back to their defaults."""
+
+        def items(key: str) -> list[InjectedItem]:
+            raw = data.get(key)
+            fields = InjectedItem.__dataclass_fields__
+            return [
+                InjectedItem(**{k: v for k, v in item.items() if k in fields})
+                for item in (raw if isinstance(raw, list) else [])
+                if isinstance(item, dict)
+            ]
+
+        def number(key: str) -> int:
+            value = data.get(key, 0)
+            return int(value) if isinstance(value, int | float) else 0
+
+        notes = data.get("notes")
+        return cls(
+            budget=number("budget"),
+            tokens_used=number("tokens_used"),
+            included=items("included"),
+            cut=items("cut"),
+            memory_tokens=number("memory_tokens"),
+            memory_total_tokens=number("memory_total_tokens"),
+            memory_truncated=bool(data.get("memory_truncated")),
+            notes=[str(n) for n in notes] if isinstance(notes, list) else [],
+        )
+
 
 @dataclass
 class Injection:
@@ -86,6 +116,8 @@ class Injection:
 
     text: str
     report: InjectionReport
+    #: The search results that went into the block, best first (with their score breakdown).
+    results: list[SearchResult] = field(default_factory=list)
 
 
 def visible_memory_lines(memory_text: str) -> list[tuple[int, str]]:
@@ -131,6 +163,10 @@ def build_injection(
     budget = options.budget_tokens
     report = InjectionReport(budget=budget)
     memory_lines = visible_memory_lines(memory_text)
+    # MEMORY.md's own title ("# Long-term Memory") would repeat the block's heading one level up.
+    first = next((i for i, (_, line) in enumerate(memory_lines) if line.strip()), None)
+    if first is not None and memory_lines[first][1].startswith("# "):
+        del memory_lines[: first + 1]
     while memory_lines and not memory_lines[-1][1].strip():
         memory_lines.pop()
     line_tokens = [count_tokens(text) + 1 for _, text in memory_lines]

@@ -72,6 +72,34 @@ class SearchOptions:
     threshold: float | None = None
 
 
+def score_formula(options: SearchOptions = SearchOptions()) -> str:
+    """How a result's score is computed with ``options``, as the lines the app, its help and
+    the README show (generated from the constants, so the explanation cannot drift)."""
+
+    def number(value: float) -> str:
+        text = f"{value:.2f}".rstrip("0")
+        return text + "0" if text.endswith(".") else text
+
+    if options.fusion == "rrf":
+        hybrid = f"hybrid = reciprocal rank fusion of vector and text ranks (k = {RRF_K})"
+    else:
+        total = options.vector_weight + options.text_weight or 1.0
+        hybrid = (
+            f"hybrid = {number(options.vector_weight / total)}·vector"
+            f" + {number(options.text_weight / total)}·text   (text alone without vectors)"
+        )
+    confidence = " · ".join(f"{name} {number(w)}" for name, w in CONFIDENCE_WEIGHTS.items())
+    return "\n".join(
+        [
+            "score = relevance · recency · time_window · confidence",
+            "relevance = max(hybrid, neighbour)   "
+            f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry)",
+            hybrid,
+            f"confidence = {confidence}",
+        ]
+    )
+
+
 @dataclass(frozen=True)
 class Breakdown:
     """Why a result surfaced."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -52,6 +53,15 @@ class DailyLogOutline:
         return "\n".join(lines[entry.start_line - 1 : entry.end_line])
 
 
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def clean_title(heading: str) -> str:
+    """A heading as a label: without metadata comments (``<!-- mem src=auto … -->``) or
+    doubled spaces."""
+    return " ".join(_COMMENT.sub(" ", heading).split())
+
+
 def outline_entries(text: str) -> list[LogEntry]:
     """The ``##`` sections of a log (headings inside code fences do not count)."""
     lines = text.splitlines()
@@ -69,7 +79,7 @@ def outline_entries(text: str) -> list[LogEntry]:
         end = starts[index + 1][0] - 1 if index + 1 < len(starts) else len(lines)
         while end > start and not lines[end - 1].strip():
             end -= 1
-        entries.append(LogEntry(title or "(untitled)", start, end))
+        entries.append(LogEntry(clean_title(title) or "(untitled)", start, end))
     return entries
 
 

@@ -16,6 +16,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tui.app.panels.base import EnginePanel, format_score
+from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import Injection, InjectionReport
 
@@ -50,9 +51,19 @@ def describe_budget(report: InjectionReport) -> Text:
     return summary
 
 
-def describe_cuts(report: InjectionReport) -> Text:
-    """What was left out and why, then the builder's and the search's notes."""
+def describe_items(report: InjectionReport) -> Text:
+    """Every relevant memory with its score: what went in (✓), then what was left out and why
+    (✂), then the builder's and the search's notes."""
     lines = Text()
+    for item in report.included:
+        if item.kind != "relevant":
+            continue
+        if lines:
+            lines.append("\n")
+        lines.append("✓ ", style="bold green")
+        lines.append(item.location)
+        lines.append(f" ({format_score(item.score)})", style="dim")
+        lines.append(f" · {item.tokens} tokens", style="dim")
     for item in report.cut:
         if lines:
             lines.append("\n")
@@ -66,6 +77,48 @@ def describe_cuts(report: InjectionReport) -> Text:
             lines.append("\n")
         lines.append("ℹ " + note, style="italic")
     return lines
+
+
+def describe_breakdown(result: dict[str, object]) -> Text:
+    """One injected memory of a past turn with its score breakdown (a result's JSON)::
+
+        ✓ memory/2026-11-20.md#L3-4  .82
+          relevance .82 = max(hybrid .82, near —) · recency 1.00 · window 1.00 · conf medium .90
+          hybrid: vector .91 · text .61 (bm25 4.2)
+    """
+    raw = result.get("breakdown")
+    b: dict[str, object] = raw if isinstance(raw, dict) else {}
+
+    def score(key: str) -> str:
+        value = b.get(key)
+        return format_score(float(value)) if isinstance(value, int | float) else "—"
+
+    location = f"{result.get('path')}#L{result.get('start_line')}-{result.get('end_line')}"
+    total = result.get("score")
+    line = Text()
+    line.append("✓ ", style="bold green")
+    line.append(location)
+    line.append(f"  {format_score(float(total)) if isinstance(total, int | float) else '—'}")
+    neighbour = b.get("neighbour")
+    hybrid = b.get("hybrid")
+    near = (
+        score("neighbour")
+        if isinstance(neighbour, int | float) and isinstance(hybrid, int | float)
+        and neighbour > hybrid
+        else "—"
+    )
+    line.append(
+        f"\n  relevance {score('relevance')} = max(hybrid {score('hybrid')}, near {near})"
+        f" · recency {score('recency')} · window {score('time_window')}"
+        f" · conf {b.get('confidence', '?')} {score('confidence_weight')}",
+        style="dim",
+    )
+    bm25 = b.get("bm25")
+    text = score("text") if isinstance(bm25, int | float) else "—"
+    if isinstance(bm25, int | float):
+        text += f" (bm25 {bm25:.1f})"
+    line.append(f"\n  hybrid: vector {score('vector')} · text {text}", style="dim")
+    return line
 
 
 class InjectionPanel(EnginePanel):
@@ -83,6 +136,13 @@ class InjectionPanel(EnginePanel):
         generation: int
         injection: Injection
 
+    @dataclass
+    class Updated(Message):
+        """The live preview was rebuilt; ``summary`` says it in one line (``3 relevant ·
+        812/2000 tokens``), for the narrow screen's mode bar."""
+
+        summary: str
+
     HELP = """\
 ## Inject
 
@@ -90,8 +150,11 @@ The memory block that will be added to the system prompt of the **next** message
 updated as you type (long-term memory first, then relevant memories found for your draft).
 
 - The first line shows tokens used / budget.
-- Below the block: what was cut and why (over budget, already included, MEMORY.md truncated),
-  and notes such as "BM25 only" while the embedding model loads.
+- Below the block: every relevant memory with its score (✓ included, ✂ cut and why: over
+  budget, already included, MEMORY.md truncated), and notes such as "BM25 only" while the
+  embedding model loads.
+- **ctrl+o** ("why?") shows what the last turn *actually* injected, as recorded with it, and
+  each memory's score breakdown; typing brings the live preview back.
 """
 
     DEFAULT_CSS = """
@@ -141,6 +204,8 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self._generation = 0
         self._debounce_timer: Timer | None = None
         self._last_start = float("-inf")
+        #: The past turn shown instead of the live preview (ctrl+o), until the draft changes.
+        self.turn: TurnInjection | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("building…", id="inject-budget")
@@ -158,6 +223,10 @@ updated as you type (long-term memory first, then relevant memories found for yo
         it within ``debounce`` are coalesced into one rebuild when typing pauses (trailing edge).
         """
         self.draft = draft
+        if self.turn is not None:  # typing brings the live preview back
+            self.turn = None
+            if self.injection is not None:
+                self._render_injection(self.injection)
         idle = self._debounce_timer is None
         if idle and time.monotonic() - self._last_start >= self.debounce:
             self._start_preview()
@@ -190,16 +259,53 @@ updated as you type (long-term memory first, then relevant memories found for yo
             return  # a newer draft is on its way
         self.injection = message.injection
         report = message.injection.report
-        self.query_one("#inject-budget", Static).update(describe_budget(report))
-        block = (
-            message.injection.text
-            or "(nothing to inject: MEMORY.md is empty and no memory matched)"
+        relevant = sum(1 for item in report.included if item.kind == "relevant")
+        self.post_message(
+            self.Updated(f"{relevant} relevant · {report.tokens_used}/{report.budget} tokens")
         )
+        if self.turn is None:
+            self._render_injection(message.injection)
+
+    def _render_injection(self, injection: Injection) -> None:
+        report = injection.report
+        self.query_one("#inject-budget", Static).update(describe_budget(report))
+        block = injection.text or "(nothing to inject: MEMORY.md is empty and no memory matched)"
         self.query_one("#inject-block", Static).update(render_block(block))
-        cuts = describe_cuts(report)
+        self._show_items(describe_items(report))
+
+    def _show_items(self, items: Text) -> None:
         cuts_widget = self.query_one("#inject-cuts", Static)
-        cuts_widget.update(cuts)
-        cuts_widget.set_class(not cuts, "-empty")
+        cuts_widget.update(items)
+        cuts_widget.set_class(not items, "-empty")
+
+    def show_turn(self, turn: TurnInjection) -> None:
+        """Show what a past turn injected, as recorded in its transcript, with each memory's
+        score breakdown (until the draft changes)."""
+        self.turn = turn
+        report = InjectionReport.from_json(turn.report)
+        title = Text()
+        title.append("why? ", style="bold")
+        asked = " ".join(turn.user_text.split())
+        title.append(f"“{asked[:40]}{'…' if len(asked) > 40 else ''}” injected ")
+        title.append_text(describe_budget(report))
+        self.query_one("#inject-budget", Static).update(title)
+        block = turn.text or "(this turn injected nothing)"
+        self.query_one("#inject-block", Static).update(render_block(block))
+        items = Text()
+        for result in turn.results:
+            if items:
+                items.append("\n")
+            items.append_text(describe_breakdown(result))
+        if not turn.results:
+            items.append("no relevant memory was injected", style="italic")
+        for item in report.cut:
+            items.append("\n✂ ", style="bold")
+            items.append(item.location)
+            if item.score is not None:
+                items.append(f" ({format_score(item.score)})", style="dim")
+            items.append(f" — {item.reason}")
+        self._show_items(items)
+        self.query_one("#inject-block-scroll", VerticalScroll).scroll_home(animate=False)
 
     def show_error(self, message: str) -> None:
         self.query_one("#inject-budget", Static).update(Text(message, style="bold red"))

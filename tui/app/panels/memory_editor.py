@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -25,6 +25,59 @@ from tui.engine.workspace import MEMORY_FILE, PathRefusedError
 def markdown_highlighting_available() -> bool:
     """True when tree-sitter and its Markdown grammar are installed (``textual[syntax]``)."""
     return find_spec("tree_sitter") is not None and find_spec("tree_sitter_markdown") is not None
+
+
+class MemoryTextArea(TextArea):
+    """The editor's TextArea with the editor keys it lacks: ctrl+home / ctrl+end go to the start
+    / end of the file (with shift: select to there); Escape leaves the editor for the message
+    box (the screen's key) instead of moving focus to the next widget."""
+
+    BINDINGS = [
+        Binding(
+            "ctrl+home",
+            "document_start",
+            "Start of file",
+            id="memory_editor.document_start",
+            tooltip="Go to the start of MEMORY.md",
+            show=False,
+        ),
+        Binding(
+            "ctrl+end",
+            "document_end",
+            "End of file",
+            id="memory_editor.document_end",
+            tooltip="Go to the end of MEMORY.md",
+            show=False,
+        ),
+        Binding(
+            "ctrl+shift+home",
+            "document_start(True)",
+            "Select to start",
+            id="memory_editor.select_to_start",
+            tooltip="Select to the start of MEMORY.md",
+            show=False,
+        ),
+        Binding(
+            "ctrl+shift+end",
+            "document_end(True)",
+            "Select to end",
+            id="memory_editor.select_to_end",
+            tooltip="Select to the end of MEMORY.md",
+            show=False,
+        ),
+    ]
+
+    def action_document_start(self, select: bool = False) -> None:
+        """Move the cursor to the start of the file."""
+        self.move_cursor((0, 0), select=select)
+
+    def action_document_end(self, select: bool = False) -> None:
+        """Move the cursor to the end of the file."""
+        self.move_cursor(self.document.end, select=select)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.prevent_default()  # not TextArea's "focus next": the screen's Escape runs
 
 
 class MemoryEditor(EnginePanel):
@@ -110,7 +163,7 @@ entry's confidence and history.
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="memory-status")
-        yield TextArea(
+        yield MemoryTextArea(
             "",
             id="memory-text",
             language="markdown" if markdown_highlighting_available() else None,
@@ -144,9 +197,14 @@ entry's confidence and history.
         """Save the buffer (atomically; refused and asked about if the file changed on disk)."""
         if self.base is None or self._saving:
             return
+        area = self.text_area
+        if area.text and not area.text.endswith("\n"):
+            # A file ends with a newline, or the next append (a flush, another editor) would
+            # join its first line to our last one.
+            area.insert("\n", area.document.end, maintain_selection_offset=True)
         self._saving = True
         self._set_status("saving…")
-        self._save(self.text_area.text, self.base.content_hash)
+        self._save(area.text, self.base.content_hash)
 
     # -- workers --
 
@@ -279,9 +337,14 @@ entry's confidence and history.
     def _set_status(self, status: str, *, warning: bool = False) -> None:
         self._status = (status, warning)
         line = Text(MEMORY_FILE, style="bold")
-        if self.is_dirty:
+        if self.is_dirty and not warning:
+            # One state at a time: edits made after a save are not "saved".
             line.append(" ● modified", style="bold yellow")
-        line.append(f" · {status}", style="bold red" if warning else "dim")
+            line.append(" · ctrl+s saves", style="dim")
+        else:
+            if self.is_dirty:
+                line.append(" ● modified", style="bold yellow")
+            line.append(f" · {status}", style="bold red" if warning else "dim")
         self.query_one("#memory-status", Static).update(line)
 
     def show_error(self, message: str) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime
 
 from textual import on
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.signal import Signal
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
+from textual.widgets._tabbed_content import ContentTabs
 
 from tui.app.messages import MemoryChanged
 from tui.app.panels.base import EnginePanel
@@ -28,6 +31,15 @@ TABS = {
     "daily": "Daily",
     "memory": "MEMORY.md",
     "stats": "Stats",
+}
+
+#: What takes focus when a tab is opened by its key: the widget the user works in there.
+TAB_FOCUS = {
+    "inject": "#inject-block-scroll",
+    "search": "#search-query",
+    "daily": "#daily-tree",
+    "memory": "#memory-text",
+    "stats": "#stats-log",
 }
 
 
@@ -55,6 +67,13 @@ class MemoryPanels(Widget):
     widgets (the header's chunk count).
     """
 
+    @dataclass
+    class TabShown(Message):
+        """The tab ``tab_id`` (titled ``title``) is the one shown now."""
+
+        tab_id: str
+        title: str
+
     HELP = """\
 ## Memory panels
 
@@ -63,6 +82,10 @@ class MemoryPanels(Widget):
 - **Daily**: daily logs by month and date.
 - **MEMORY.md**: edit long-term memory (ctrl+s saves).
 - **Stats**: index, model, flushes and activity.
+
+**F2**–**F6** open Inject, Search, Daily, MEMORY.md and Stats; **Escape** goes back to the
+message box. While you type a message the Inject tab comes forward, unless you chose another
+tab in this session.
 """
 
     DEFAULT_CSS = """
@@ -101,6 +124,10 @@ class MemoryPanels(Widget):
         self._budget = budget
         self._clock = clock
         self._initial = initial
+        #: The tab the user chose in this session (None: none yet; Inject may come forward).
+        self.chosen_tab: str | None = None
+        #: A tab this widget activated itself (its TabActivated is not the user's choice).
+        self._auto_tab: str | None = initial
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial=self._initial):
@@ -143,16 +170,65 @@ class MemoryPanels(Widget):
 
     # -- what the app calls --
 
-    def show_tab(self, tab_id: str) -> None:
-        """Switch to a pane: ``inject``, ``search``, ``daily``, ``memory`` or ``stats``."""
+    @property
+    def active_tab(self) -> str:
+        """The id of the tab shown."""
+        return self.query_one(TabbedContent).active or self._initial
+
+    def show_tab(self, tab_id: str, *, focus: bool = False) -> None:
+        """Switch to a pane (``inject``, ``search``, ``daily``, ``memory`` or ``stats``) as the
+        user's choice; ``focus`` also focuses the widget one works in there (after a refresh, so
+        it wins over focus given back by a closing palette)."""
+        self.chosen_tab = tab_id
+        focused = self.screen.focused
+        if focused is not None and self in focused.ancestors:
+            # Focus left in the pane being hidden would move to a hidden sibling, whose pane
+            # then becomes active again: take it along to the new tab instead.
+            focus = True
+            self.screen.set_focus(None)
         self.query_one(TabbedContent).active = tab_id
+        if focus:
+            # Two refreshes: the first lays the tab out (and delivers the Hide/Show events of a
+            # view change, which would blur a widget focused before them).
+            self.call_after_refresh(self.call_after_refresh, self._focus_tab, tab_id)
+
+    def _focus_tab(self, tab_id: str) -> None:
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != tab_id:
+            return
+        target = self.query_one(TAB_FOCUS[tab_id])
+        if target.focusable:
+            target.focus()
+        else:  # e.g. a log too short to scroll: the tab row takes the keys (← → switch tabs)
+            tabs.query_one(ContentTabs).focus()
+
+    def bring_inject_forward(self) -> None:
+        """The user is typing a message: show the Inject tab, unless they chose another tab in
+        this session."""
+        tabs = self.query_one(TabbedContent)
+        if self.chosen_tab in (None, "inject") and tabs.active != "inject":
+            self._auto_tab = "inject"
+            tabs.active = "inject"
+
+    def forget_chosen_tab(self) -> None:
+        """A new session: the Inject tab may come forward again while typing."""
+        self.chosen_tab = None
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane_id = event.pane.id or ""
+        if pane_id == self._auto_tab:
+            self._auto_tab = None
+        else:
+            self.chosen_tab = pane_id  # a click on a tab, or a key of the tabs themselves
+        self.post_message(self.TabShown(pane_id, TABS.get(pane_id, pane_id)))
 
     def preview(self, draft: str) -> None:
         """The chat draft changed (every keystroke): update the injection preview."""
         self.injection_panel.preview(draft)
 
     def explain(self, query: str) -> None:
-        """ "Why did this surface?": show the Search tab with ``query`` searched."""
+        """Show the Search tab with ``query`` searched."""
         self.show_tab("search")
         self.search_panel.set_query(query)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -18,7 +19,8 @@ from textual.worker import get_current_worker
 
 from tui.app.panels.base import EnginePanel, format_score, format_source
 from tui.engine.engine import MemoryEngine
-from tui.engine.search import SearchResponse, SearchResult
+from tui.engine.search import SearchResponse, SearchResult, score_formula
+from tui.engine.textsearch import query_terms
 from tui.engine.workspace import WorkspaceError
 
 #: Typing in the query box searches once typing pauses this long.
@@ -29,10 +31,30 @@ CONTEXT_LINES = 3
 COLUMNS = ("score", "vector", "text (bm25)", "near", "recency", "window", "conf", "source")
 
 
+def format_text_score(text: float, bm25: float | None) -> str:
+    """``.61 (4.2)``: the text score and the raw bm25 rank; ``—`` without a text match."""
+    if bm25 is None or (text <= 0 and abs(bm25) < 1e-9):
+        return "—"
+    return f"{format_score(text)} ({bm25:.1f})"
+
+
+def term_pattern(query: str) -> re.Pattern[str] | None:
+    """A regex finding the query's terms in text (case-insensitive; a word of 3+ letters also
+    matches longer forms, as the stemmed full-text search does: "walk" finds "walking")."""
+    alternatives = []
+    for term in query_terms(query):
+        parts = [re.escape(part) for part in term]
+        tail = r"\w*" if len(term[-1]) >= 3 else r"\b"
+        alternatives.append(r"\b" + r"\W+".join(parts) + tail)
+    if not alternatives:
+        return None
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
 def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
     """The table cells of a result, in :data:`COLUMNS` order."""
     b = result.breakdown
-    text = format_score(b.text) + (f" ({b.bm25:.1f})" if b.bm25 is not None else "")
+    text = format_text_score(b.text, b.bm25)
     return (
         format_score(result.score),
         format_score(b.vector),
@@ -57,8 +79,26 @@ def describe_mode(response: SearchResponse, model_loaded: bool) -> Text:
     return Text.assemble(mode, (f" · {count} result{'s' if count != 1 else ''}", "dim"))
 
 
-def render_context(first_line: int, lines: list[str], start_line: int, end_line: int) -> Table:
-    """File lines with a line-number gutter; the chunk's lines ``start..end`` marked ``▌``.
+def first_match(
+    first_line: int, lines: list[str], start_line: int, end_line: int, pattern: re.Pattern[str] | None
+) -> int:
+    """The number of the chunk's first line where a query term occurs (its first line if none)."""
+    if pattern is not None:
+        for offset, line in enumerate(lines):
+            if start_line <= first_line + offset <= end_line and pattern.search(line):
+                return first_line + offset
+    return start_line
+
+
+def render_context(
+    first_line: int,
+    lines: list[str],
+    start_line: int,
+    end_line: int,
+    pattern: re.Pattern[str] | None = None,
+) -> Table:
+    """File lines with a line-number gutter; the chunk's lines ``start..end`` marked ``▌``, the
+    query's terms (``pattern``) highlighted in them.
 
     A grid, so a long line wraps under its text rather than under the gutter.
     """
@@ -69,10 +109,13 @@ def render_context(first_line: int, lines: list[str], start_line: int, end_line:
     for offset, line in enumerate(lines):
         number = first_line + offset
         inside = start_line <= number <= end_line
+        text = Text(line, style="" if inside else "dim")
+        if inside and pattern is not None:
+            text.highlight_regex(pattern, style="bold reverse")
         grid.add_row(
             Text(str(number), style="bold" if inside else "dim"),
             Text(" ▌" if inside else "  ", style="bold"),
-            Text(line, style="" if inside else "dim"),
+            text,
         )
     return grid
 
@@ -102,6 +145,7 @@ class SearchPanel(EnginePanel):
         start_line: int
         end_line: int
         error: str | None = None
+        query: str = ""
 
     HELP = """\
 ## Search
@@ -110,7 +154,7 @@ Type a query: results are ranked as the assistant would see them.
 
 | column | meaning |
 |---|---|
-| score | relevance × recency × window × confidence; relevance = max(hybrid, near), hybrid = 0.7·vector + 0.3·text |
+| score | see the formula below |
 | vector | cosine similarity (— while the embedding model loads) |
 | text (bm25) | share of the query's words matched, weighted by rarity (raw FTS5 bm25 rank) |
 | near | relevance lent by the daily-log entry next to a strong match (— when its own is higher) |
@@ -119,7 +163,14 @@ Type a query: results are ranked as the assistant would see them.
 | conf | confidence of the entry |
 | source | file and lines |
 
-Move through the rows to see each chunk highlighted in its file.
+Move through the rows to see each chunk in its file, scrolled to the line that matched, the
+query's words highlighted.
+
+How the score is computed:
+
+```
+{formula}
+```
 """
 
     BINDINGS = [
@@ -172,6 +223,8 @@ Move through the rows to see each chunk highlighted in its file.
         classes: str | None = None,
     ) -> None:
         super().__init__(engine, now=now, name=name, id=id, classes=classes)
+        # F1 shows the formula of the options this engine searches with.
+        self.HELP = type(self).HELP.replace("{formula}", score_formula(engine.search_options))
         self.response: SearchResponse | None = None
         self._generation = 0
         self._debounce: Timer | None = None
@@ -288,9 +341,15 @@ Move through the rows to see each chunk highlighted in its file.
         first = max(1, result.start_line - CONTEXT_LINES)
         last = min(len(all_lines), result.end_line + CONTEXT_LINES)
         if not get_current_worker().is_cancelled:
+            query = self.response.query if self.response is not None else ""
             self.post_message(
                 self.ContextReady(
-                    location, first, all_lines[first - 1 : last], result.start_line, result.end_line
+                    location,
+                    first,
+                    all_lines[first - 1 : last],
+                    result.start_line,
+                    result.end_line,
+                    query=query,
                 )
             )
 
@@ -301,14 +360,21 @@ Move through the rows to see each chunk highlighted in its file.
         if message.error:
             context.update(Text(message.error, style="red"))
             return
+        pattern = term_pattern(message.query)
         context.update(
-            render_context(message.first_line, message.lines, message.start_line, message.end_line)
+            render_context(
+                message.first_line, message.lines, message.start_line, message.end_line, pattern
+            )
         )
-        self.call_after_refresh(self._scroll_to_chunk, message)
+        line = first_match(
+            message.first_line, message.lines, message.start_line, message.end_line, pattern
+        )
+        self.call_after_refresh(self._scroll_to_line, line - message.first_line)
 
-    def _scroll_to_chunk(self, message: ContextReady) -> None:
+    def _scroll_to_line(self, offset: int) -> None:
+        """Show the matching line (with a line of context above it) at the top of the view."""
         scroll = self.query_one("#search-context-scroll", VerticalScroll)
-        scroll.scroll_to(y=max(0, message.start_line - message.first_line - 1), animate=False)
+        scroll.scroll_to(y=max(0, offset - 1), animate=False)
 
     def show_error(self, message: str) -> None:
         self.query_one("#search-mode", Static).update(Text(message, style="bold red"))

@@ -11,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 
 from tui.app.panels.base import EnginePanel
 from tui.engine.engine import MemoryEngine
@@ -95,8 +96,9 @@ last written and what happened. The log below records trigger and index events a
     StatsPanel #stats-log {
         height: 1fr;
         min-height: 4;
+    }
+    StatsPanel #stats-log-lines {
         padding: 0 1;
-        overflow-y: auto;
     }
     """
 
@@ -114,6 +116,8 @@ last written and what happened. The log below records trigger and index events a
         self.clock = clock
         self.stats: dict[str, object] = {}
         self.model_state: str | None = None
+        #: Indexing in progress (``embedding 120/400 units``), else empty.
+        self.progress = ""
         self.flushes: dict[str, tuple[datetime, str]] = {}
         #: The activity log's lines, newest last (the RichLog only renders once it has a size).
         self.events: deque[str] = deque(maxlen=LOG_LINES)
@@ -122,7 +126,10 @@ last written and what happened. The log below records trigger and index events a
         yield Static("reading the index…", id="stats-summary")
         yield Static("", id="stats-flushes")
         yield Static(Text("Activity", style="bold"), id="stats-log-title")
-        yield RichLog(id="stats-log", wrap=True, markup=False, max_lines=LOG_LINES)
+        # A Static in a scroll (not a RichLog): it wraps each line at the width it is shown at,
+        # now and after a resize, without losing characters at the wrap.
+        with VerticalScroll(id="stats-log"):
+            yield Static("", id="stats-log-lines")
 
     def on_mount(self) -> None:
         self._render_flushes()
@@ -141,6 +148,14 @@ last written and what happened. The log below records trigger and index events a
         self.model_state = state
         self._render_summary()
 
+    def set_progress(self, text: str) -> None:
+        """Indexing progress (``embedding 120/400 units``); empty when indexing is done."""
+        if text != self.progress:
+            self.progress = text
+            self._render_summary()
+            if not text:
+                self.refresh_stats()
+
     def record_flush(self, trigger: str, outcome: str) -> None:
         """Remember the last flush of ``trigger`` (e.g. ``idle``, ``"3 messages → 2026-11-22.md"``)."""
         self.flushes[trigger] = (self.clock(), outcome)
@@ -151,7 +166,18 @@ last written and what happened. The log below records trigger and index events a
         """Append a timestamped line to the activity log."""
         stamp = f"{self.clock():%H:%M:%S}"
         self.events.append(f"{stamp} {text}")
-        self.query_one("#stats-log", RichLog).write(Text.assemble((stamp, "dim"), " ", text))
+        log = self.query_one("#stats-log", VerticalScroll)
+        at_bottom = log.scroll_y >= log.max_scroll_y
+        lines = Text(overflow="fold")
+        for number, event in enumerate(self.events):
+            if number:
+                lines.append("\n")
+            event_stamp, _, event_text = event.partition(" ")
+            lines.append(event_stamp, style="dim")
+            lines.append(" " + event_text)
+        self.query_one("#stats-log-lines", Static).update(lines)
+        if at_bottom:
+            log.call_after_refresh(log.scroll_end, animate=False)
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _load_stats(self) -> None:
@@ -185,6 +211,9 @@ last written and what happened. The log below records trigger and index events a
             ("index size", Text(format_bytes(_count(stats, "index_bytes")))),
             ("model", Text.assemble(str(stats.get("model", "")), " ", (label, color))),
         ]
+        if self.progress:
+            note = " — BM25 only for them meanwhile" if self.progress.startswith("embedding") else ""
+            rows.append(("indexing", Text(self.progress + note, style="bold yellow")))
         warnings = stats.get("warnings")
         if isinstance(warnings, list) and warnings:
             rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))

@@ -84,11 +84,15 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, widget: Widget | None, bindings: list[tuple[str, Binding]]) -> None:
-        """``bindings``: the keys active where help was asked (``screen.active_bindings``)."""
+    def __init__(
+        self, widget: Widget | None, bindings: list[tuple[str, Binding]], formula: str = ""
+    ) -> None:
+        """``bindings``: the keys active where help was asked (``screen.active_bindings``);
+        ``formula``: how search scores a memory (``score_formula``), shown last."""
         super().__init__()
         self.widget_help = widget_help(widget)
         self.keys = keys_table(bindings)
+        self.formula = formula
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -99,6 +103,11 @@ class HelpScreen(ModalScreen[None]):
                         "### Keys\n\nRemap any of them in config.toml, e.g. "
                         '`[keymap]` `"app.flush" = "ctrl+g"`.\n\n' + self.keys,
                         id="help-keys",
+                    )
+                if self.formula and self.formula not in self.widget_help:
+                    yield Markdown(
+                        "### How search scores a memory\n\n```\n" + self.formula + "\n```",
+                        id="help-formula",
                     )
             yield Static("Escape closes · ctrl+p lists every command", id="help-footer")
 

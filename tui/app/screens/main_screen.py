@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -38,11 +38,13 @@ from textual.worker import Worker, WorkerState
 
 from tui.app.messages import MemoryChanged
 from tui.app.widgets.app_header import AppHeader
+from tui.app.widgets.mode_bar import ModeBar
 from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
 
 # The heavy half (chat engine, memory panels, watcher) is imported once the engine is open; see
 # MemdeckApp._load_engine. These names are for type hints only.
 if TYPE_CHECKING:
+    from tui.app.panels.injection_panel import InjectionPanel
     from tui.app.panels.memory_panels import MemoryPanels
     from tui.app.widgets.chat_pane import ChatPane
     from tui.app.widgets.session_list import SessionList
@@ -51,11 +53,25 @@ if TYPE_CHECKING:
     from tui.chat.config import Config
     from tui.chat.consolidation import Proposal
     from tui.chat.events import TriggerListenerEvent
-    from tui.chat.sessions import SessionInfo, Transcript
+    from tui.chat.sessions import SessionInfo, Transcript, TurnInjection
     from tui.engine.index import SyncReport
 
 #: Index progress messages are posted at most this often (seconds).
 PROGRESS_INTERVAL = 0.1
+
+#: Screen widths (columns) at which the layout changes: below ``-medium`` the chat and the
+#: memory panels share the screen (one at a time, ctrl+t flips); below ``-wide`` the session
+#: list collapses (the palette's "Show sessions" brings it back over the chat).
+BREAKPOINTS = [(0, "-narrow"), (88, "-medium"), (120, "-wide")]
+
+#: Memory tabs with a key of their own: (tab id, key, footer label).
+TAB_KEYS = (
+    ("inject", "f2", "inject"),
+    ("search", "f3", "search"),
+    ("daily", "f4", "daily"),
+    ("memory", "f5", "MEMORY"),
+    ("stats", "f6", "stats"),
+)
 
 
 def describe_outcome(outcome: FlushOutcome) -> str:
@@ -107,16 +123,47 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             id="app.reindex",
             tooltip="Rebuild the search index from the Markdown files",
             priority=True,
+            show=False,
         ),
         Binding(
             "ctrl+o",
             "why",
             "why?",
             id="app.why",
-            tooltip="Search memory for your last message: why did these memories surface?",
+            tooltip="Show what memory the last turn injected, and why (its score breakdown)",
             priority=True,
         ),
+        Binding(
+            "ctrl+t",
+            "toggle_memory",
+            "chat/memory",
+            id="app.toggle_memory",
+            tooltip="Flip between the chat and the memory panels (on a narrow screen, the one "
+            "shown fills it)",
+            priority=True,
+            show=False,  # the footer is full; a narrow screen's mode bar shows this key
+        ),
+        *(
+            Binding(
+                key,
+                f"show_tab('{tab_id}')",
+                label,
+                id=f"app.show_{tab_id}",
+                tooltip=f"Open the {label} tab of the memory panels",
+                priority=True,
+            )
+            for tab_id, key, label in TAB_KEYS
+        ),
+        Binding(
+            "escape",
+            "focus_chat",
+            "chat",
+            id="app.focus_chat",
+            tooltip="Back to the message box",
+        ),
     ]
+
+    HORIZONTAL_BREAKPOINTS = BREAKPOINTS
 
     # -- messages of the screen's own workers --
 
@@ -188,6 +235,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         error: str | None = None
 
     @dataclass
+    class InjectionFound(Message):
+        """The last turn's recorded injection ("why?"); None when it has none."""
+
+        turn: TurnInjection | None
+
+    @dataclass
     class ConsolidationProposed(Message):
         """The model proposed an updated MEMORY.md (to review)."""
 
@@ -203,6 +256,8 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     #: The open session: the one value every widget and the triggers follow.
     active_session: reactive[str | None] = reactive(None, init=False)
+    #: Which half fills a narrow screen: ``chat`` or ``memory`` (wider screens show both).
+    view: reactive[str] = reactive("chat", init=False)
 
     def __init__(
         self,
@@ -248,12 +303,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     def compose(self) -> ComposeResult:
         yield AppHeader(id="header")
+        yield ModeBar(id="mode-bar")
         with Horizontal(id="main"):
             if self._engine is not None:
                 yield from self._main_widgets(self._engine)
             else:
                 yield Static("opening the memory workspace…", id="starting")
-        yield Footer(show_command_palette=False)
+        yield Footer(show_command_palette=False, compact=True)
 
     def _main_widgets(self, engine: ChatEngine) -> list[Widget]:
         """Sessions, chat and memory panels over ``engine``, bound to the open session."""
@@ -288,6 +344,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         return self.query_one("#memory-panels", Widget)  # type: ignore[return-value]
 
     def on_mount(self) -> None:
+        self.query_one(ModeBar).toggle_key = self.config.keymap.get("app.toggle_memory", "ctrl+t")
         self.header.model = self.config.effective_model or ""
         self.header.model_state = "loading" if self.load_model else "none"
         if self._engine is not None:
@@ -318,8 +375,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self.app.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Actions on sessions and memory wait for the engine."""
-        return self.ready
+        """Actions on sessions and memory wait for the engine; "back to the message box" is
+        offered where focus is elsewhere."""
+        if not self.ready:
+            return False
+        if action == "focus_chat":
+            return self.focused is not self.chat_pane.chat_input or self.view != "chat"
+        return True
 
     def _start_background(self) -> None:
         """After the first frame: index, model, watcher, triggers."""
@@ -334,7 +396,9 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
-            self.watcher = WorkspaceWatcher(self.engine.memory, self.post_message)
+            self.watcher = WorkspaceWatcher(
+                self.engine.memory, self.post_message, progress=self._progress()
+            )
             self._watch_workspace()
         self._run_triggers()
 
@@ -437,9 +501,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     @on(IndexProgress)
     def _index_progress(self, message: IndexProgress) -> None:
         if message.done >= message.total:
-            self.header.progress = ""
+            text = ""
         else:
-            self.header.progress = f"{message.stage} {message.done:,}/{message.total:,}"
+            units = " units" if message.stage == "embedding" else ""
+            text = f"{message.stage} {message.done:,}/{message.total:,}{units}"
+        self.header.progress = text
+        self.memory_panels.stats_panel.set_progress(text)
 
     @on(IndexSynced)
     def _index_synced(self, message: IndexSynced) -> None:
@@ -447,6 +514,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
         self.header.progress = ""
         panels = self.memory_panels
+        panels.stats_panel.set_progress("")
         if message.error:
             panels.log_event(f"index {message.reason} failed: {message.error}")
             self.notify(message.error, title="index", severity="error")
@@ -530,6 +598,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.chat_pane.chat_input.focus()
             return
         self._open(session_id)
+        self.remove_class("-show-sessions")
         if session_id is None:
             self.call_next(self.chat_pane.show_transcript, None)
         else:
@@ -543,8 +612,11 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self._fire(partial(switch, session_id, left=left))
 
     def watch_active_session(self, session_id: str | None) -> None:
-        """The title follows once the transcript or the session list says it."""
+        """The title follows once the transcript or the session list says it; the Inject tab
+        comes forward again while typing (a tab chosen in the last session no longer holds)."""
         self.header.session_title = "…" if session_id else ""
+        if self.ready:
+            self.memory_panels.forget_chosen_tab()
 
     @work(thread=True, exclusive=True, group="transcript", exit_on_error=False)
     def _load_transcript(self, session_id: str) -> None:
@@ -563,10 +635,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
                 self.header.session_title = info.title
 
     def action_new_session(self) -> None:
-        """Start a new session and switch to it."""
+        """Start a new session and switch to it (the message box takes focus at once, so what
+        is typed next is not lost while the session is created)."""
         if self.chat_pane.busy:
             self.notify("still answering — Escape stops it first", severity="warning")
             return
+        self.action_focus_chat()
         self._create_session(None)
 
     def _on_session_list_new_requested(self) -> None:
@@ -671,7 +745,12 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @on(Input.Changed, "#chat-input")
     def _draft_changed(self, event: Input.Changed) -> None:
-        self.memory_panels.preview(event.value)
+        panels = self.memory_panels
+        panels.preview(event.value)
+        if event.value.strip():
+            panels.bring_inject_forward()
+        else:
+            self.query_one(ModeBar).badge = ""
 
     def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
         self.session_list.reload()
@@ -680,18 +759,100 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             search.set_query(message.user_text)
 
     def action_why(self) -> None:
-        """Search memory for the last message sent (or the draft): why did these surface?"""
+        """Why did these memories surface? What the last turn injected, as recorded in its
+        transcript, with each memory's score breakdown; with no turn yet, search the draft."""
+        if self.active_session is not None and self.chat_pane.last_user_text:
+            self._find_last_injection(self.active_session)
+            return
+        self._why_by_search()
+
+    def _why_by_search(self) -> None:
         text = self.chat_pane.last_user_text or self.chat_pane.chat_input.value.strip()
         if not text:
             self.notify("send a message first", severity="warning")
             return
+        self.view = "memory"
         self.memory_panels.explain(text)
 
+    @work(thread=True, exclusive=True, group="why", exit_on_error=False)
+    def _find_last_injection(self, session_id: str) -> None:
+        injections = self.engine.sessions.load(session_id).injections
+        self.post_message(self.InjectionFound(injections[-1] if injections else None))
+
+    @on(InjectionFound)
+    def _injection_found(self, message: InjectionFound) -> None:
+        if message.turn is None:  # a turn from before injections were recorded
+            self._why_by_search()
+            return
+        self.view = "memory"
+        panels = self.memory_panels
+        panels.show_tab("inject", focus=True)
+        panels.injection_panel.show_turn(message.turn)
+
     def action_focus_chat(self) -> None:
+        """Back to the message box (on a narrow screen, the chat comes back)."""
+        self.view = "chat"
+        self.remove_class("-show-sessions")
         self.chat_pane.chat_input.focus()
 
     def action_focus_sessions(self) -> None:
-        self.session_list.option_list.focus()
+        """Pick a session (a collapsed session list is shown over the chat meanwhile)."""
+        self.view = "chat"
+        if not self.has_class("-wide"):
+            self.add_class("-show-sessions")
+        self.call_after_refresh(self.session_list.option_list.focus)
+
+    def action_show_tab(self, tab_id: str) -> None:
+        """Open a memory tab and focus it (on a narrow screen, the memory comes forward)."""
+        # The tab first, then the view: a tab's widget shown by both at once may receive a
+        # stale Hide after it got focus, and lose it.
+        self.memory_panels.show_tab(tab_id, focus=True)
+        self.view = "memory"
+
+    def action_toggle_memory(self) -> None:
+        """Flip between the chat and the memory panels."""
+        if self.view == "memory" or self._focus_in_memory():
+            self.action_focus_chat()
+        else:
+            self.action_show_tab(self.memory_panels.active_tab)
+
+    def _focus_in_memory(self) -> bool:
+        focused = self.focused
+        return focused is not None and self.memory_panels in focused.ancestors_with_self
+
+    def watch_view(self, view: str) -> None:
+        self.set_class(view == "memory", "-show-memory")
+        self.query_one(ModeBar).mode = view
+        self.refresh_bindings()
+        if view == "memory":
+            self.query_one(ModeBar).badge = ""
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Whatever gets focus is on screen: the half it belongs to comes forward."""
+        if not self.ready:
+            return
+        if self.memory_panels in event.widget.ancestors_with_self:
+            self.view = "memory"
+        elif self.chat_pane in event.widget.ancestors_with_self:
+            self.view = "chat"
+        if self.session_list not in event.widget.ancestors_with_self:
+            self.remove_class("-show-sessions")
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing with nothing focused goes to the message box (typed text is never lost)."""
+        if self.focused is None and self.ready and event.is_printable and event.character:
+            event.stop()
+            self.action_focus_chat()
+            chat_input = self.chat_pane.chat_input
+            chat_input.insert_text_at_cursor(event.character)
+
+    def _on_memory_panels_tab_shown(self, message: MemoryPanels.TabShown) -> None:
+        self.query_one(ModeBar).tab = message.title
+
+    def _on_injection_panel_updated(self, message: InjectionPanel.Updated) -> None:
+        """While the user types in the chat, the Inject tab's news is in view."""
+        if self.view == "chat" and self.chat_pane.chat_input.value.strip():
+            self.query_one(ModeBar).badge = message.summary
 
     # -- memory actions --
 

@@ -37,7 +37,7 @@ written from a conversation.
     chunks: reactive[int | None] = reactive(None)
     #: ``loading``, ``loaded``, ``failed`` or ``none``.
     model_state: reactive[str] = reactive("loading")
-    #: ``indexing 120/400`` while a sync runs, else empty.
+    #: ``embedding 120/400 units`` while a sync runs, else empty.
     progress: reactive[str] = reactive("")
     #: Flushes running now.
     flushing: reactive[int] = reactive(0)
@@ -70,7 +70,10 @@ written from a conversation.
             status.append("index …")
         else:
             status.append(f"index {self.chunks:,} chunk{'s' if self.chunks != 1 else ''}")
-        if self.progress:
+        if self.progress.startswith("embedding"):
+            # New units are full-text searchable at once; vector search follows them.
+            status.append(f" · BM25 only · {self.progress}", style="italic")
+        elif self.progress:
             status.append(f" · {self.progress}", style="italic")
         elif self.model_state == "loaded":
             status.append(" ✓ hybrid")

@@ -48,7 +48,8 @@ memory that will be added to the prompt for exactly this text.
     ]
 
     def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
-        super().__init__(placeholder=placeholder, id=id)
+        # Focus coming back must not select the draft: the next key would replace it.
+        super().__init__(placeholder=placeholder, id=id, select_on_focus=False)
         self.history: list[str] = []
         #: Position in :attr:`history` while browsing; None while editing the draft.
         self.history_index: int | None = None

@@ -46,7 +46,7 @@ def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
     if report is not None:
         relevant = sum(1 for item in report.included if item.kind == "relevant")
         parts.append(f"memory {report.tokens_used}/{report.budget} tokens · {relevant} relevant")
-    if usage.get("prompt") or usage.get("completion"):
+    if usage.get("prompt", 0) or usage.get("completion", 0):
         parts.append(f"{usage['prompt']:,} → {usage['completion']:,} tokens")
     return " · ".join(parts)
 
@@ -62,14 +62,16 @@ def transcript_messages(
     messages: list[ChatMessage] = []
     parts: list[Widget] | None = None
     texts: list[str] = []
+    meta = ""  # the memory line of the answer being collected (from its turn's injection)
 
     def close_answer() -> None:
-        nonlocal parts
+        nonlocal parts, meta
         if parts is not None:
-            message = ChatMessage("assistant", "".join(texts), parts=parts)
+            message = ChatMessage("assistant", "".join(texts), parts=parts, meta=meta)
             messages.append(message)
         parts = None
         texts.clear()
+        meta = ""
 
     def answer_parts() -> list[Widget]:
         nonlocal parts
@@ -108,6 +110,10 @@ def transcript_messages(
                 output = result.get("output")
                 view.set_result(output if isinstance(output, dict) else {}, bool(result.get("ok")))
             answer_parts().append(view)
+        elif kind == "injection":
+            report = record.get("report")
+            if isinstance(report, dict):
+                meta = describe_turn(InjectionReport.from_json(report), {})
         elif kind == "error":
             answer_parts().append(
                 error_part(str(record.get("kind", "error")), str(record.get("message", "")))

@@ -1,0 +1,125 @@
+"""Issue 10 ("the memory stays in view"), the parts below the UI: the injected block, the score
+formula, the turn's injection record, the version flag and the environment documented."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.chat_support import make_config, make_engine
+from support.fakeopenai import FakeOpenAI
+
+from tui import __version__
+from tui.chat.chat import ChatEngine
+from tui.chat.sessions import SessionStore
+from tui.engine.inject import LONG_TERM_HEADING, InjectionReport, build_injection
+from tui.engine.search import SearchOptions, score_formula
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def count_words(text: str) -> int:
+    return len(text.split())
+
+
+# -- 9: the injected block does not double MEMORY.md's title --
+
+
+def test_memory_title_is_not_nested_under_the_long_term_heading() -> None:
+    memory = "# Long-term Memory\n\n## Preferences\n- Likes tea\n"
+    injection = build_injection(memory, [], count_words)
+    assert injection.text.startswith(LONG_TERM_HEADING + "\n## Preferences\n- Likes tea")
+    assert "# Long-term Memory" not in injection.text.replace(LONG_TERM_HEADING, "")
+    # a MEMORY.md without a title loses nothing
+    untitled = build_injection("## Preferences\n- Likes tea\n", [], count_words)
+    assert "## Preferences\n- Likes tea" in untitled.text
+
+
+# -- 7: one score formula, from the code's constants --
+
+
+def test_the_score_formula_follows_the_options_and_is_the_readme_s() -> None:
+    formula = score_formula()
+    assert formula.splitlines()[:3] == [
+        "score = relevance · recency · time_window · confidence",
+        "relevance = max(hybrid, neighbour)   "
+        "(neighbour = 0.8·hybrid of an adjacent daily-log entry)",
+        "hybrid = 0.7·vector + 0.3·text   (text alone without vectors)",
+    ]
+    assert "hybrid = 0.5·vector + 0.5·text" in score_formula(
+        SearchOptions(vector_weight=1, text_weight=1)
+    )
+    assert "reciprocal rank fusion" in score_formula(SearchOptions(fusion="rrf"))
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## How search scores a memory") :]
+    assert f"```\n{formula}\n```" in section.split("\n## ")[0]
+
+
+# -- 8: a turn's injection is recorded with it and survives a restart --
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
+    chat = make_engine(tmp_path, make_config(tmp_path, server))
+    yield chat
+    chat.close()
+
+
+async def test_a_turn_records_what_it_injected(engine: ChatEngine, server: FakeOpenAI) -> None:
+    engine.memory.store.append_daily("## Walks\n\n- Took the dog Max to the beach on Sunday\n")
+    engine.memory.sync(embed=False)
+    server.enqueue(FakeOpenAI.text("The beach."))
+    session = engine.sessions.create().id
+    events = [e async for e in engine.run_turn(session, "where did the dog go on Sunday?")]
+    built = next(e for e in events if type(e).__name__ == "InjectionBuilt")
+
+    # read back by a fresh store, as after a restart
+    reopened = SessionStore(engine.memory.workspace).load(session)
+    (turn,) = reopened.injections
+    assert turn.user_text == "where did the dog go on Sunday?"
+    assert turn.text == built.text and "beach" in turn.text
+    report = InjectionReport.from_json(turn.report)
+    assert report.tokens_used == built.report.tokens_used
+    assert [i.location for i in report.included] == [i.location for i in built.report.included]
+    relevant = [i for i in report.included if i.kind == "relevant"]
+    assert relevant and len(turn.results) == len(relevant)
+    assert turn.results[0]["path"].startswith("memory/")
+    breakdown = turn.results[0]["breakdown"]
+    assert {"vector", "text", "bm25", "hybrid", "relevance", "recency"} <= set(breakdown)
+    assert "text" not in turn.results[0]  # the block has it; the record stays small
+
+
+# -- 17: --version, and every environment variable documented --
+
+
+def test_version_flag() -> None:
+    memdeck = Path(sys.executable).with_name("memdeck")
+    done = subprocess.run([str(memdeck), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"memdeck {__version__}"
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_readme() -> None:
+    code = "\n".join(p.read_text() for p in (ROOT / "tui").rglob("*.py"))
+    names = set(re.findall(r"os\.environ(?:\.get|\.setdefault)?\(\s*\"([A-Z_]+)\"", code))
+    names |= set(re.findall(r"env(?:\.get\(|\[)\"([A-Z_]+)\"", code))
+    names |= set(re.findall(r"\"((?:MEMDECK|OPENAI)_[A-Z_]+)\"", code))
+    names |= {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("Environment variables (they win") :].split("\n\n")[1]
+    missing = sorted(name for name in names if f"`{name}`" not in table)
+    # MEMDECK_<SETTING> covers every setting of config.toml
+    from tui.chat.config import _FILE_FIELDS
+
+    settings = {f"MEMDECK_{name.upper()}" for name in _FILE_FIELDS}
+    assert [name for name in missing if name not in settings] == []
+    assert "`MEMDECK_<SETTING>`" in table
