@@ -27,7 +27,7 @@ from ..engine.engine import MemoryEngine
 from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
-from .config import Config, load_config
+from .config import Config, embedder_for, load_config
 from .consolidation import Consolidator
 from .events import (
     ChatEvent,
@@ -146,6 +146,7 @@ class ChatEngine:
         root = workspace if workspace is not None else config.memory.workspace
         memory = MemoryEngine(
             Workspace.open(root, create=create),
+            embedder=embedder_for(config),
             search_options=config.memory.search_options(),
             injection_options=config.memory.injection_options(),
         )

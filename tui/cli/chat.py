@@ -24,6 +24,7 @@ from ..chat.events import (
     TurnError,
 )
 from ..chat.sessions import SessionError, UnloggedMessagesError
+from .memory import load_model
 from .registry import CliError, Command
 
 
@@ -145,7 +146,7 @@ def _run_ask(args: argparse.Namespace) -> int:
         except SessionError as exc:
             raise CliError(str(exc)) from exc
         if not args.bm25:
-            engine.memory.load_model()
+            load_model(engine.memory)
         for warning in engine.memory.sync().warnings:
             print(f"memdeck: warning: {warning}", file=sys.stderr)
         engine.triggers.switch_session(session_id)
