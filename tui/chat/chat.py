@@ -112,6 +112,7 @@ class ChatEngine:
         self.memory = memory
         self.sessions = sessions or SessionStore(memory.workspace)
         self.llm = llm or LLMClient(config.llm, config_file=config.source)
+        self.llm.usage_root = memory.workspace.root
         self.clock = clock
         self.tools = MemoryTools(memory, today=lambda: self.clock().date())
         self.flusher = DailyLogFlusher(memory, self.sessions, self.llm, clock=clock)
@@ -160,6 +161,7 @@ class ChatEngine:
         self.config = config
         self.llm.close()
         self.llm = LLMClient(config.llm, config_file=config.source)
+        self.llm.usage_root = self.memory.workspace.root
         self.flusher.llm = self.llm
         self.consolidator.llm = self.llm
         self.consolidator.every_days = config.triggers.consolidate_every_days
@@ -340,7 +342,9 @@ class ChatEngine:
             end: StreamEnd | None = None
             streamed: list[str] = []
             try:
-                async for piece in self.llm.stream_chat(messages, tools=tools):
+                async for piece in self.llm.stream_chat(
+                    messages, tools=tools, purpose="flush" if silent else "chat", session=session_id
+                ):
                     if isinstance(piece, StreamText):
                         streamed.append(piece.text)
                         if not silent:
@@ -527,6 +531,8 @@ class ChatEngine:
                     {"role": "user", "content": conversation},
                 ],
                 model=self.llm.summary_model,
+                purpose="compaction",
+                session=session_id,
             )
         except LLMError as exc:
             yield CompactionFailed(session_id, exc.kind, exc.message)
