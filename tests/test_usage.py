@@ -103,3 +103,21 @@ def test_usage_command(tmp_path: Path, capsys) -> None:
     assert main(["--workspace", str(workspace), "usage", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "chat · gpt-4o-mini" in out and "$0.7500" in out and "1 without usage" in out
+
+
+def test_stats_panel_shows_today_totals(tmp_path: Path) -> None:
+    from tui.app.panels.stats_panel import StatsPanel
+    from tui.engine.engine import MemoryEngine
+
+    engine = MemoryEngine(tmp_path)
+    try:
+        panel = StatsPanel(engine)
+        stats = {"files": 1, "chunks": 1, "embedded": 1, "model": "m", "model_loaded": False}
+        panel.stats = stats
+        assert "usage today" not in dict(panel.describe_stats())
+        panel.stats = {**stats, "usage_today": {"calls": 3, "prompt_tokens": 1200,
+                                                "completion_tokens": None}}
+        rows = {label: value.plain for label, value in panel.describe_stats()}
+        assert rows["usage today"] == "3 calls · 1,200 tokens"
+    finally:
+        engine.close()

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import RichLog, Static
 
 from tui.app.panels.base import EnginePanel
+from tui.engine import usage
 from tui.engine.engine import MemoryEngine
 
 #: Lines kept in the activity log.
@@ -155,7 +156,9 @@ last written and what happened. The log below records trigger and index events a
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _load_stats(self) -> None:
-        self.post_message(self.Loaded(self.engine.stats()))
+        stats = self.engine.stats()
+        stats["usage_today"] = usage.summary(self.engine.workspace.root)["today"]["total"]
+        self.post_message(self.Loaded(stats))
 
     @on(Loaded)
     def _stats_loaded(self, message: Loaded) -> None:
@@ -185,6 +188,10 @@ last written and what happened. The log below records trigger and index events a
             ("index size", Text(format_bytes(_count(stats, "index_bytes")))),
             ("model", Text.assemble(str(stats.get("model", "")), " ", (label, color))),
         ]
+        today = stats.get("usage_today")
+        if isinstance(today, dict) and today.get("calls"):
+            tokens = (today["prompt_tokens"] or 0) + (today["completion_tokens"] or 0)
+            rows.append(("usage today", Text(f"{today['calls']:,} calls · {tokens:,} tokens")))
         warnings = stats.get("warnings")
         if isinstance(warnings, list) and warnings:
             rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))
