@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -54,6 +55,7 @@ from tui.engine.chunker import ChunkParams
 from tui.engine.embeddings import Embedder, count_tokens
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import InjectionOptions, build_injection
+from tui.engine.remote_embeddings import RemoteEmbedder
 from tui.engine.search import SearchOptions, SearchResult, search
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,6 +182,38 @@ class QueryCachingEmbedder(Embedder):
         if vector is None:
             vector = self._queries[text] = super().embed_query(text)
         return vector
+
+
+class QueryCachingRemoteEmbedder(RemoteEmbedder):
+    """An OpenAI-compatible embedding endpoint; a question asked again is not re-embedded."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._queries: dict[str, np.ndarray] = {}
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector = self._queries.get(text)
+        if vector is None:
+            vector = self._queries[text] = super().embed_query(text)
+        return vector
+
+
+def make_embedder(args: argparse.Namespace) -> Embedder | RemoteEmbedder:
+    """The local ONNX model, or the endpoint ``--provider openai --base-url URL --model M`` names
+    (key: ``--api-key`` or ``MEMDECK_EMBEDDINGS_API_KEY``; ``OPENAI_API_KEY`` for OpenAI only)."""
+    if args.provider == "local":
+        return QueryCachingEmbedder()
+    base_url = args.base_url or "https://api.openai.com/v1"
+    key = args.api_key or os.environ.get("MEMDECK_EMBEDDINGS_API_KEY")
+    if key is None and base_url.startswith("https://api.openai.com/"):
+        key = os.environ.get("OPENAI_API_KEY")
+    return QueryCachingRemoteEmbedder(
+        base_url,
+        args.model or "text-embedding-3-small",
+        api_key=key,
+        dimensions=args.dimensions,
+        batch_size=args.batch_size,
+    )
 
 
 def write_workspace(engine: MemoryEngine, conv: Conversation) -> None:
@@ -472,6 +506,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workdir", type=Path, help="keep the workspaces here (a re-run reuses their embeddings)"
     )
+    parser.add_argument("--provider", choices=("local", "openai"), default="local")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (provider openai)")
+    parser.add_argument("--model", help="embedding model (provider openai)")
+    parser.add_argument("--api-key", help="key for --base-url (else MEMDECK_EMBEDDINGS_API_KEY)")
+    parser.add_argument("--dimensions", type=int, help="vector width of an unknown model")
+    parser.add_argument("--batch-size", type=int, default=64, help="texts per request")
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -490,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="memdeck-locomo-")
         root = Path(tmp.name)
 
-    embedder = QueryCachingEmbedder()
+    embedder = make_embedder(args)
     load_started = time.perf_counter()
     embedder.load()
     print(f"model loaded in {time.perf_counter() - load_started:.1f} s", file=sys.stderr)

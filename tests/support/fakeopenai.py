@@ -43,8 +43,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import itertools
 import json
+import math
+import random
 import re
 import signal
 import socket
@@ -526,8 +529,16 @@ class FakeOpenAI:
         host: str = "127.0.0.1",
         port: int = 0,
         record_path: str | Path | None = None,
+        embedding_dims: int = 64,
     ) -> None:
-        """Queue ``replies``; nothing listens until ``start()`` / ``with``."""
+        """Queue ``replies``; nothing listens until ``start()`` / ``with``.
+
+        ``POST /v1/embeddings`` answers with deterministic unit vectors (hash-seeded per input
+        text, ``embedding_dims`` wide unless the request asks for ``dimensions``); replies put
+        in :attr:`embedding_queue` (``error``/``hang`` replies) are served first, one per request.
+        """
+        self.embedding_dims = embedding_dims
+        self.embedding_queue: deque[ReplyLike] = deque()
         self.default: ReplyLike | Responder = default if default is not None else echo_last_user
         self.responder: Responder | None = responder
         self.models: list[str] = list(models)
@@ -724,6 +735,8 @@ class FakeOpenAI:
                 self._send_error(h, self.error(404, f"The model `{model}` does not exist."))
         elif method == "POST" and route == "/chat/completions":
             self._chat(h, body)
+        elif method == "POST" and route == "/embeddings":
+            self._embeddings(h, body)
         else:
             self._send_error(h, self.error(404, f"Unknown request URL: {method} {path}."))
 
@@ -779,6 +792,49 @@ class FakeOpenAI:
             self._send_stream(h, reply, body)
         else:
             self._send_json(h, 200, self._completion(reply, body))
+
+    @staticmethod
+    def embedding_vector(text: str, dims: int) -> list[float]:
+        """The fake's vector for ``text``: a bag of hash-seeded word vectors, L2-normalised
+        (texts sharing words are similar; the same text always gives the same vector)."""
+        out = [0.0] * dims
+        for word in re.findall(r"\w+", text.lower()) or [""]:
+            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "big")
+            rng = random.Random(seed)
+            for i in range(dims):
+                out[i] += rng.gauss(0.0, 1.0)
+        norm = math.sqrt(sum(v * v for v in out)) or 1.0
+        return [v / norm for v in out]
+
+    def _embeddings(self, h: _Handler, body: Any) -> None:
+        if not isinstance(body, dict) or "input" not in body:
+            self._send_error(h, self.error(400, "Missing required parameter: 'input'."))
+            return
+        if not isinstance(body.get("model"), str):
+            self._send_error(h, self.error(400, "Missing required parameter: 'model'."))
+            return
+        with self._cond:
+            item = self.embedding_queue.popleft() if self.embedding_queue else None
+        if item is not None:
+            reply = self._coerce(item)
+            if reply.kind == "error":
+                self._send_error(h, reply)
+                return
+            if reply.kind == "hang":
+                self._stop.wait(reply.seconds)
+                h.close_connection = True
+                return
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        dims = body.get("dimensions") or self.embedding_dims
+        data = [
+            {"object": "embedding", "index": i, "embedding": self.embedding_vector(str(t), dims)}
+            for i, t in enumerate(texts)
+        ]
+        tokens = sum(len(str(t).split()) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._send_json(
+            h, 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
+        )
 
     def _send_json(
         self, h: _Handler, status: int, obj: Any, headers: Sequence[tuple[str, str]] = ()

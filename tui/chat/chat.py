@@ -27,7 +27,7 @@ from ..engine.engine import MemoryEngine
 from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
-from .config import Config, load_config
+from .config import Config, embedder_for, load_config
 from .consolidation import Consolidator
 from .events import (
     ChatEvent,
@@ -112,6 +112,7 @@ class ChatEngine:
         self.memory = memory
         self.sessions = sessions or SessionStore(memory.workspace)
         self.llm = llm or LLMClient(config.llm, config_file=config.source)
+        self.llm.usage_root = memory.workspace.root
         self.clock = clock
         self.tools = MemoryTools(memory, today=lambda: self.clock().date())
         self.flusher = DailyLogFlusher(memory, self.sessions, self.llm, clock=clock)
@@ -146,6 +147,7 @@ class ChatEngine:
         root = workspace if workspace is not None else config.memory.workspace
         memory = MemoryEngine(
             Workspace.open(root, create=create),
+            embedder=embedder_for(config),
             search_options=config.memory.search_options(),
             injection_options=config.memory.injection_options(),
         )
@@ -159,6 +161,7 @@ class ChatEngine:
         self.config = config
         self.llm.close()
         self.llm = LLMClient(config.llm, config_file=config.source)
+        self.llm.usage_root = self.memory.workspace.root
         self.flusher.llm = self.llm
         self.consolidator.llm = self.llm
         self.consolidator.every_days = config.triggers.consolidate_every_days
@@ -347,7 +350,9 @@ class ChatEngine:
             end: StreamEnd | None = None
             streamed: list[str] = []
             try:
-                async for piece in self.llm.stream_chat(messages, tools=tools):
+                async for piece in self.llm.stream_chat(
+                    messages, tools=tools, purpose="flush" if silent else "chat", session=session_id
+                ):
                     if isinstance(piece, StreamText):
                         streamed.append(piece.text)
                         if not silent:
@@ -534,6 +539,8 @@ class ChatEngine:
                     {"role": "user", "content": conversation},
                 ],
                 model=self.llm.summary_model,
+                purpose="compaction",
+                session=session_id,
             )
         except LLMError as exc:
             yield CompactionFailed(session_id, exc.kind, exc.message)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..engine import usage as ledger
 from .config import NO_KEY_PLACEHOLDER, LLMSettings, display_url
 from .events import ErrorKind
 
@@ -113,6 +114,27 @@ class LLMClient:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        #: The workspace whose usage ledger (``.memdeck/usage.jsonl``) records every call
+        #: (None: calls are not recorded).
+        self.usage_root: Path | None = None
+
+    def record_usage(
+        self, purpose: str, model: str | None, usage: Any, session: str | None = None
+    ) -> None:
+        """Append one call to the usage ledger; ``usage`` None (the server said nothing) is
+        recorded as unknown, not zero."""
+        if self.usage_root is None:
+            return
+        prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+        ledger.record(
+            self.usage_root,
+            purpose=purpose,
+            model=model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            session=session,
+        )
 
     @property
     def problem(self) -> str | None:
@@ -204,6 +226,8 @@ class LLMClient:
         *,
         tools: list[dict[str, Any]] | None = None,
         model: str | None = None,
+        purpose: str = "chat",
+        session: str | None = None,
     ) -> AsyncIterator[StreamPiece]:
         """Stream one answer: :class:`StreamText` pieces, maybe :class:`StreamUsage`, then one
         :class:`StreamEnd`. Raises :class:`LLMError` on any failure (after text may have come)."""
@@ -218,6 +242,7 @@ class LLMClient:
         truncated = False
         calls: dict[int, _CallBuffer] = {}
         finish_reason: str | None = None
+        reported: Any = None
         try:
             stream = await self.async_client().chat.completions.create(**request)
             try:
@@ -225,6 +250,7 @@ class LLMClient:
                     started = True
                     usage = getattr(chunk, "usage", None)
                     if usage is not None:
+                        reported = usage
                         yield StreamUsage(
                             usage.prompt_tokens or 0,
                             usage.completion_tokens or 0,
@@ -253,6 +279,7 @@ class LLMClient:
             raise
         except Exception as exc:  # every failure becomes one clear error event
             raise self.classify(exc, mid_stream=started) from exc
+        self.record_usage(purpose, request["model"], reported, session)
         if truncated:
             yield StreamEnd("".join(text_parts), (), "length", truncated=True)
             return
@@ -268,26 +295,40 @@ class LLMClient:
             finish_reason,
         )
 
-    async def acomplete(self, messages: list[dict[str, Any]], *, model: str | None = None) -> str:
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        purpose: str = "compaction",
+        session: str | None = None,
+    ) -> str:
         """One non-streamed answer's text (compaction summaries). Raises :class:`LLMError`."""
         self._require()
+        request = self._request(messages, model, None)
         try:
-            response = await self.async_client().chat.completions.create(
-                **self._request(messages, model, None)
-            )
+            response = await self.async_client().chat.completions.create(**request)
         except Exception as exc:
             raise self.classify(exc) from exc
+        self.record_usage(purpose, request["model"], getattr(response, "usage", None), session)
         return _answer_text(response)
 
-    def complete(self, messages: list[dict[str, Any]], *, model: str | None = None) -> str:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        purpose: str = "flush",
+        session: str | None = None,
+    ) -> str:
         """One non-streamed answer's text, blocking (flush summaries). Raises :class:`LLMError`."""
         self._require()
+        request = self._request(messages, model, None)
         try:
-            response = self.sync_client().chat.completions.create(
-                **self._request(messages, model, None)
-            )
+            response = self.sync_client().chat.completions.create(**request)
         except Exception as exc:
             raise self.classify(exc) from exc
+        self.record_usage(purpose, request["model"], getattr(response, "usage", None), session)
         return _answer_text(response)
 
     def classify(self, exc: BaseException, *, mid_stream: bool = False) -> LLMError:

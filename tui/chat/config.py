@@ -17,8 +17,17 @@ idle_minutes = 5
 flush_on_blur = true
 consolidate_every_days = 1               # offer a MEMORY.md consolidation daily; 0 = on demand only
 
+[embeddings]                             # optional: local ONNX (the default) or a server
+provider = "openai"                      # "local" | "openai" (any OpenAI-compatible /v1/embeddings)
+base_url = "http://localhost:11434/v1"   # omit for OpenAI
+model = "nomic-embed-text"
+dimensions = 768                         # needed for models memdeck does not know
+
 [ui]
 theme = "memdeck-dark"
+
+[prices]                                 # per million tokens, for `memdeck usage`
+"gpt-4o-mini" = {input = 0.15, output = 0.6}
 
 [keymap]
 "app.flush" = "ctrl+f"
@@ -36,7 +45,9 @@ Precedence, lowest first: defaults, the file, the environment (``OPENAI_BASE_URL
 
 Key safety: ``OPENAI_API_KEY`` is sent only to OpenAI's own API. A server elsewhere gets a key
 only when the user configured one for it: ``api_key`` in the same file as its ``base_url``,
-``MEMDECK_API_KEY``, or an explicit override.
+``MEMDECK_API_KEY``, or an explicit override. ``[embeddings]`` follows the same rule with its
+own ``api_key`` / ``MEMDECK_EMBEDDINGS_API_KEY`` (or the ``[llm]`` key when both sections name
+the same server). Its settings are ``embeddings_<key>`` by name (``MEMDECK_EMBEDDINGS_MODEL``).
 """
 
 from __future__ import annotations
@@ -66,6 +77,8 @@ from ..engine.search import SearchOptions
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: Used when talking to OpenAI with a key but no model configured.
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+#: The embedding model of provider "openai" when none is configured.
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 #: Sent as the bearer token when no key is configured for a server (Ollama & co. ignore it).
 NO_KEY_PLACEHOLDER = "memdeck-no-key"
 
@@ -302,16 +315,85 @@ class UISettings:
     theme: str = setting("memdeck-dark", "Theme name (built-in or from themes/).")
 
 
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """``[embeddings]``: the local ONNX model (default) or an OpenAI-compatible endpoint."""
+
+    provider: str = setting("local", 'Where embeddings come from: "local" (ONNX) or "openai".')
+    base_url: str | None = setting(
+        None, "OpenAI-compatible endpoint for provider openai; unset means OpenAI."
+    )
+    model: str | None = setting(
+        None, "Embedding model for provider openai (default text-embedding-3-small)."
+    )
+    api_key: str | None = setting(
+        None, "The key sent to the embeddings base_url; never logged.", secret=True, repr=False
+    )
+    dimensions: int | None = setting(
+        None, "Vector width (needed for models memdeck does not know).", range=(1, 65_536)
+    )
+    batch_size: int = setting(64, "Texts per embeddings request.", range=(1, 2048))
+    api_key_source: str | None = resolved("Where the embeddings api_key came from.")
+
+    @property
+    def effective_base_url(self) -> str:
+        return self.base_url or OPENAI_BASE_URL
+
+    @property
+    def effective_model(self) -> str:
+        return self.model or DEFAULT_EMBEDDING_MODEL
+
+    def problem(self) -> str | None:
+        """None when the settings can work; else what is wrong, in one line."""
+        if self.provider not in ("local", "openai"):
+            return f'[embeddings] provider must be "local" or "openai", not {self.provider!r}'
+        if self.provider == "openai" and is_openai_url(self.base_url) and not self.api_key:
+            return "[embeddings] uses OpenAI but no key is set (OPENAI_API_KEY or api_key)"
+        return None
+
+    def embedder(self, *, timeout: float = 30.0, max_retries: int = 3) -> Any:
+        """The embedder these settings ask for: ``Embedder()`` or a ``RemoteEmbedder``.
+        Raises ``EmbeddingError`` (a remote model of unknown width) or ``ValueError``."""
+        if self.provider == "local":
+            from ..engine.embeddings import Embedder
+
+            return Embedder()
+        problem = self.problem()
+        if problem:
+            raise ValueError(problem)
+        from ..engine.remote_embeddings import RemoteEmbedder
+
+        return RemoteEmbedder(
+            self.effective_base_url,
+            self.effective_model,
+            api_key=self.api_key,
+            dimensions=self.dimensions,
+            batch_size=self.batch_size,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+
 #: The tables of config.toml with settings of their own (``[keymap]`` maps binding ids to keys).
 SECTION_TYPES: dict[str, type] = {
     "llm": LLMSettings,
     "memory": MemorySettings,
     "triggers": TriggerSettings,
     "ui": UISettings,
+    "embeddings": EmbeddingSettings,
 }
-SECTIONS = (*SECTION_TYPES, "keymap")
+#: Sections whose keys repeat another section's: their settings are ``<section>_<key>`` by name.
+PREFIXED = ("embeddings",)
+SECTIONS = (*SECTION_TYPES, "keymap", "prices")
+
+
+def _record_name(section: str, key: str) -> str:
+    return f"{section}_{key}" if section in PREFIXED else key
+
+
 _SECTION_NAMES = {
-    section: [f.name for f in fields(kind)] for section, kind in SECTION_TYPES.items()
+    section: [(_record_name(section, f.name), f.name) for f in fields(kind)]
+    for section, kind in SECTION_TYPES.items()
 }
 
 
@@ -325,10 +407,11 @@ def _record_fields() -> list[tuple[str, Any, Any]]:
             metadata = dict(spec.metadata)
             if not metadata.get("resolved"):
                 metadata["section"] = section
+                metadata["key"] = spec.name
             copy = field(
                 default=spec.default, repr=spec.repr, compare=spec.compare, metadata=metadata
             )
-            found.append((spec.name, hints[spec.name], copy))
+            found.append((_record_name(section, spec.name), hints[spec.name], copy))
     found.append(
         (
             "keymap",
@@ -338,6 +421,19 @@ def _record_fields() -> list[tuple[str, Any, Any]]:
                 metadata={
                     "section": "keymap",
                     "doc": "Binding id -> key, e.g. app.flush = ctrl+f.",
+                },
+            ),
+        )
+    )
+    found.append(
+        (
+            "prices",
+            dict[str, dict[str, float]],
+            field(
+                default_factory=dict,
+                metadata={
+                    "section": "prices",
+                    "doc": 'Model -> {input = USD, output = USD} per million tokens.',
                 },
             ),
         )
@@ -381,8 +477,13 @@ class Config(_ConfigRecord):  # type: ignore[misc, valid-type]
         """``[ui]``."""
         return UISettings(**self._section("ui"))
 
+    @cached_property
+    def embeddings(self) -> EmbeddingSettings:
+        """``[embeddings]``, with the key load_config chose for its base_url."""
+        return EmbeddingSettings(**self._section("embeddings"))
+
     def _section(self, section: str) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _SECTION_NAMES[section]}
+        return {key: getattr(self, name) for name, key in _SECTION_NAMES[section]}
 
     # -- shortcuts to the sections' derived views --
 
@@ -420,6 +521,12 @@ class Config(_ConfigRecord):  # type: ignore[misc, valid-type]
 
 
 _FILE_FIELDS = {f.name: f for f in fields(Config) if "section" in f.metadata}
+#: ``(section, key as written) -> setting name`` (a prefixed setting's full name works too).
+_BY_KEY = {
+    (f.metadata["section"], k): f.name
+    for f in _FILE_FIELDS.values()
+    for k in {f.metadata.get("key", f.name), f.name}
+}
 _TYPES = typing.get_type_hints(Config)
 
 
@@ -483,6 +590,8 @@ def _type_name(tp: Any) -> str:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
         return names.get(args[0], str(args[0]))
+    if tp == dict[str, dict[str, float]]:
+        return "a table of {input = number, output = number} tables"
     if typing.get_origin(tp) is dict:
         return "a table of strings"
     return names.get(tp, str(tp))
@@ -544,7 +653,9 @@ def check_setting(name: str, value: Any, label: str | None = None) -> Any:
         return None
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     checked: Any = _INVALID
-    if typing.get_origin(base) is dict:
+    if base == dict[str, dict[str, float]]:
+        checked = _checked_prices(value)
+    elif typing.get_origin(base) is dict:
         if isinstance(value, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
@@ -566,6 +677,39 @@ def check_setting(name: str, value: Any, label: str | None = None) -> Any:
 
 
 _INVALID = object()
+
+
+def embedder_for(config: Config) -> Any:
+    """The embedder ``config`` asks for (``[embeddings]``); a ConfigError when it cannot be built."""
+    try:
+        return config.embeddings.embedder(timeout=min(config.request_timeout, 60.0))
+    except ValueError as exc:  # EmbeddingError is not one: imported lazily below
+        raise ConfigError(str(exc), config.source) from exc
+    except Exception as exc:
+        from ..engine.embeddings import EmbeddingError
+
+        if isinstance(exc, EmbeddingError):
+            raise ConfigError(str(exc), config.source) from exc
+        raise
+
+
+def _checked_prices(value: Any) -> Any:
+    """``{model: {"input": x, "output": y}}`` with non-negative finite numbers, else _INVALID."""
+    if not isinstance(value, dict):
+        return _INVALID
+    out: dict[str, dict[str, float]] = {}
+    for model, price in value.items():
+        if not isinstance(price, dict) or not set(price) <= {"input", "output"}:
+            return _INVALID
+        row: dict[str, float] = {}
+        for kind, number in price.items():
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                return _INVALID
+            if not (math.isfinite(number) and 0 <= number <= 1_000_000):
+                return _INVALID
+            row[kind] = float(number)
+        out[str(model)] = row
+    return out
 
 
 def _parse_env_value(name: str, raw: str) -> Any:
@@ -618,13 +762,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
                 path,
                 _key_line(text, section, None),
             )
-        if section == "keymap":
-            items: dict[str, Any] = {"keymap": table}
+        if section in ("keymap", "prices"):
+            items: dict[str, Any] = {section: table}
         else:
             items = table
         for key, value in items.items():
-            spec = _FILE_FIELDS.get(key)
-            if spec is None or spec.metadata["section"] != section:
+            name = _BY_KEY.get((section, key))
+            if name is None:
+                spec = _FILE_FIELDS.get(key)
                 hint = f" (it belongs in [{spec.metadata['section']}])" if spec is not None else ""
                 raise ConfigError(
                     f"unknown key {key!r} in [{section}]{hint}",
@@ -632,7 +777,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
                     _key_line(text, section, key),
                 )
             try:
-                values[key] = check_setting(key, value)
+                values[name] = check_setting(name, value, key)
             except ValueError as exc:
                 bad_key = key
                 if key == "keymap":
@@ -645,7 +790,7 @@ def _env_values(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     """Fields set in the environment: ``name -> (value, variable)``."""
     found: dict[str, tuple[Any, str]] = {}
     for name in _FILE_FIELDS:
-        if name == "api_key":
+        if name in ("api_key", "embeddings_api_key"):
             continue  # MEMDECK_API_KEY is resolved with the other keys
         variable = f"MEMDECK_{name.upper()}"
         if env.get(variable):
@@ -687,8 +832,31 @@ def load_config(
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
     values.pop("api_key", None)
+    values.pop("embeddings_api_key", None)
     config = Config(**values, source=file_path if file_path.exists() else None)
-    return _resolve_key(config, file_values, env, chosen.get("api_key"))
+    config = _resolve_key(config, file_values, env, chosen.get("api_key"))
+    return _resolve_embeddings_key(config, file_values, env, chosen.get("embeddings_api_key"))
+
+
+def _resolve_embeddings_key(
+    config: Config, file_values: Mapping[str, Any], env: Mapping[str, str], override: str | None
+) -> Config:
+    """The key for ``[embeddings]``'s server, by the rule of :func:`_resolve_key`: a key the
+    user gave for that server (or ``[llm]``'s key when both name the same server), and
+    ``OPENAI_API_KEY`` only for OpenAI's own API."""
+    target = _normal_url(config.embeddings_base_url)
+    key, source = None, None
+    if override:
+        key, source = override, "command line"
+    elif env.get("MEMDECK_EMBEDDINGS_API_KEY"):
+        key, source = env["MEMDECK_EMBEDDINGS_API_KEY"], "MEMDECK_EMBEDDINGS_API_KEY"
+    elif file_values.get("embeddings_api_key"):
+        key, source = file_values["embeddings_api_key"], "config file"
+    elif config.api_key and _normal_url(config.base_url) == target:
+        key, source = config.api_key, f"[llm] ({config.api_key_source})"
+    elif env.get("OPENAI_API_KEY") and is_openai_url(config.embeddings_base_url):
+        key, source = env["OPENAI_API_KEY"], "OPENAI_API_KEY"
+    return replace(config, embeddings_api_key=key, embeddings_api_key_source=source)
 
 
 def _resolve_key(
@@ -749,16 +917,17 @@ def save_config(changes: Mapping[str, Any], path: Path | str | None = None) -> P
             spec = _FILE_FIELDS.get(name)
             if spec is None:
                 raise ConfigError(f"unknown setting {name!r}", file_path)
-            if name == "keymap":
+            if name in ("keymap", "prices"):
                 bindings = {k: v for k, v in (value or {}).items()}
-                _set_values(document, "keymap", bindings, file_path)
+                _set_values(document, name, bindings, file_path)
                 continue
             if value is not None:
                 try:
                     value = check_setting(name, value)
                 except ValueError as exc:
                     raise ConfigError(str(exc), file_path) from exc
-            _set_values(document, spec.metadata["section"], {name: value}, file_path)
+            key = spec.metadata.get("key", name)
+            _set_values(document, spec.metadata["section"], {key: value}, file_path)
         new_text = tomlkit.dumps(document).strip("\n") + "\n"
         try:
             tomllib.loads(new_text)

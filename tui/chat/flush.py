@@ -294,6 +294,8 @@ class DailyLogFlusher:
                 answer = self.llm.complete(
                     build_summary_request(transcript.display_title, conversation),
                     model=self.llm.summary_model,
+                    purpose="flush",
+                    session=session_id,
                 )
             except LLMError as exc:
                 return FlushOutcome(

@@ -24,6 +24,7 @@ from ..chat.events import (
     TurnError,
 )
 from ..chat.sessions import SessionError, UnloggedMessagesError
+from .memory import load_model
 from .registry import CliError, Command
 
 
@@ -145,7 +146,7 @@ def _run_ask(args: argparse.Namespace) -> int:
         except SessionError as exc:
             raise CliError(str(exc)) from exc
         if not args.bm25:
-            engine.memory.load_model()
+            load_model(engine.memory)
         for warning in engine.memory.sync().warnings:
             print(f"memdeck: warning: {warning}", file=sys.stderr)
         engine.triggers.switch_session(session_id)
@@ -355,6 +356,49 @@ def _run_consolidate(args: argparse.Namespace) -> int:
         engine.close()
 
 
+# -- usage --
+
+
+def _configure_usage(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=str, default=None, help="config file (prices)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _tokens(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _run_usage(args: argparse.Namespace) -> int:
+    from ..engine import usage
+    from ..engine.workspace import Workspace
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    root = args.workspace if args.workspace is not None else config.memory.workspace
+    workspace = Workspace.open(root, create=False)
+    report = usage.summary(workspace.root, prices=config.prices)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    for period, title in (("today", f"today ({report['date']})"), ("month", report["month"])):
+        block = report[period]
+        print(f"{title}:")
+        if not block["rows"]:
+            print("  no calls")
+            continue
+        for row in [*block["rows"], block["total"]]:
+            label = "total" if row["purpose"] == "*" else f"{row['purpose']} · {row['model']}"
+            unknown = f" ({row['unknown_calls']} without usage)" if row["unknown_calls"] else ""
+            cost = f"  ${row['cost']:.4f}" if row["cost"] is not None else ""
+            print(
+                f"  {label:<40} {row['calls']:>5} calls  in {_tokens(row['prompt_tokens']):>10}"
+                f"  out {_tokens(row['completion_tokens']):>9}{cost}{unknown}"
+            )
+    return 0
+
+
 COMMANDS = {
     "ask": Command(
         "ask one question (streams the answer; tool calls on stderr)", _configure_ask, _run_ask
@@ -366,6 +410,11 @@ COMMANDS = {
     ),
     "sessions": Command(
         "list chat sessions (rename, delete)", _configure_sessions, _run_sessions
+    ),
+    "usage": Command(
+        "tokens (and cost, with [prices]) of today and this month per purpose and model",
+        _configure_usage,
+        _run_usage,
     ),
     "consolidate": Command(
         "propose an updated MEMORY.md from recent daily logs; show the diff",

@@ -18,10 +18,37 @@ def open_engine(args: argparse.Namespace, *, create: bool = False):  # -> Memory
     from ..engine.workspace import Workspace
 
     workspace = Workspace.open(args.workspace, create=create)
-    engine = MemoryEngine(workspace)
+    engine = MemoryEngine(workspace, embedder=_configured_embedder())
     for notice in engine.notices:
         print(f"memdeck: {notice}", file=sys.stderr)
     return engine
+
+
+def _configured_embedder():  # -> Embedder | RemoteEmbedder | None
+    """The embedder of ``[embeddings]`` in the config (None: the local default)."""
+    from ..chat.config import ConfigError, embedder_for, load_config
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    if config.embeddings.provider == "local":
+        return None
+    try:
+        return embedder_for(config)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def load_model(engine) -> None:  # MemoryEngine
+    """Load the embedding model; a remote endpoint that is down only costs the vectors (a
+    warning, then BM25 only), a broken local model is an error."""
+    from ..engine.remote_embeddings import RemoteEmbeddingError
+
+    try:
+        engine.load_model()
+    except RemoteEmbeddingError as exc:
+        print(f"memdeck: warning: {exc}: BM25 only", file=sys.stderr)
 
 
 def _progress_printer(enabled: bool) -> Callable[[str, int, int], None] | None:
@@ -117,7 +144,7 @@ def _run_search(args: argparse.Namespace) -> int:
     engine = open_engine(args)
     try:
         if not args.bm25:
-            engine.load_model()
+            load_model(engine)
         report = engine.sync(progress=_progress_printer(sys.stderr.isatty()))
         _print_warnings(report.warnings)
         queries = (line.rstrip("\n") for line in sys.stdin) if args.stdin else [args.query]
@@ -179,7 +206,7 @@ def _run_inject(args: argparse.Namespace) -> int:
     engine = open_engine(args)
     try:
         if not args.bm25:
-            engine.load_model()
+            load_model(engine)
         _print_warnings(engine.sync().warnings)
         if args.stdin:
             for line in sys.stdin:
@@ -212,7 +239,7 @@ def _injection_json(injection) -> dict[str, object]:  # Injection
 def _run_reindex(args: argparse.Namespace) -> int:
     engine = open_engine(args)
     try:
-        engine.load_model()
+        load_model(engine)
         report = engine.reindex(progress=_progress_printer(sys.stderr.isatty()))
         _print_warnings(report.warnings)
         stats = engine.stats()

@@ -7,9 +7,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from . import usage
 from .chunker import ChunkParams
-from .embeddings import Embedder, count_tokens, count_tokens_batch
+from .embeddings import Embedder, EmbeddingError, count_tokens, count_tokens_batch
 from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
 from .metadata import EntryMeta
@@ -17,6 +19,9 @@ from .search import SearchOptions, SearchResponse, retrieval_text, search
 from .store import EntryBatch, MemoryEntry, MemoryStore
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace
+
+if TYPE_CHECKING:
+    from .remote_embeddings import RemoteEmbedder
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class MemoryEngine:
         self,
         workspace: Workspace | Path | str | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | RemoteEmbedder | None = None,
         search_options: SearchOptions = SearchOptions(),
         injection_options: InjectionOptions = InjectionOptions(),
         chunk_params: ChunkParams = ChunkParams(),
@@ -50,6 +55,15 @@ class MemoryEngine:
             workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
         )
         self.embedder = embedder or Embedder()
+        if getattr(self.embedder, "remote", False) and self.embedder.usage is None:
+            root = self.workspace.root
+            self.embedder.usage = lambda model, tokens: usage.record(
+                root,
+                purpose="embedding",
+                model=model,
+                prompt_tokens=tokens,
+                completion_tokens=None if tokens is None else 0,
+            )
         self.search_options = search_options
         self.injection_options = injection_options
         self.store = MemoryStore(self.workspace)
@@ -78,17 +92,32 @@ class MemoryEngine:
 
     def sync(self, *, embed: bool | None = None, progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date with the files. Embeds only if the model is loaded (or ``embed``)."""
-        return self.index.sync(
-            embed=self.model_loaded if embed is None else embed, progress=progress
-        )
+        try:
+            return self.index.sync(
+                embed=self.model_loaded if embed is None else embed, progress=progress
+            )
+        except EmbeddingError as exc:
+            return self._without_vectors(exc, lambda: self.index.sync(embed=False))
 
     def sync_paths(self, rel_paths: Sequence[str], *, embed: bool | None = None) -> SyncReport:
         """Re-sync these files (a watcher saw them change, or a write just changed them).
         Embeds only if the model is loaded (or ``embed``); ``embed=False`` leaves the new units
         to :meth:`embed_pending` (full-text searchable at once)."""
-        return self.index.sync_paths(
-            list(rel_paths), embed=self.model_loaded if embed is None else embed
-        )
+        paths = list(rel_paths)
+        try:
+            return self.index.sync_paths(
+                paths, embed=self.model_loaded if embed is None else embed
+            )
+        except EmbeddingError as exc:
+            return self._without_vectors(exc, lambda: self.index.sync_paths(paths, embed=False))
+
+    def _without_vectors(self, exc: EmbeddingError, again: Callable[[], SyncReport]) -> SyncReport:
+        """A remote embedder failed mid-sync: index the text anyway, say why vectors are missing."""
+        if not getattr(self.embedder, "remote", False):
+            raise exc
+        report = again()
+        report.warnings.append(f"{exc}: BM25 only until it answers")
+        return report
 
     def embed_pending(self, *, progress: Progress | None = None) -> SyncReport:
         """Embed every unit that has no vector yet (nothing without the model), reporting
@@ -168,12 +197,17 @@ class MemoryEngine:
         if overrides:
             opts = replace(opts, **overrides)
         intent = parse_time_intent(query, now or date.today()) if opts.decay else TimeIntent()
-        query_vector = (
-            self.embedder.embed_query(retrieval_text(query, intent) or query)
-            if self.model_loaded and query.strip()
-            else None
-        )
+        query_vector = None
+        if self.model_loaded and query.strip():
+            try:
+                query_vector = self.embedder.embed_query(retrieval_text(query, intent) or query)
+            except EmbeddingError:
+                if not getattr(self.embedder, "remote", False):
+                    raise
         response = search(self.index, query, query_vector, opts, now=now, intent=intent)
+        problem = getattr(self.embedder, "problem", None)
+        if query_vector is None and problem:
+            response.notes.append(f"{problem}: BM25 only")
         pending = self.index.pending_embeddings() if response.mode == "hybrid" else 0
         if pending:
             response.notes.append(

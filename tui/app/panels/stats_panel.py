@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui.app.panels.base import EnginePanel
+from tui.engine import usage
 from tui.engine.engine import MemoryEngine
 
 #: Lines kept in the activity log.
@@ -181,7 +182,9 @@ last written and what happened. The log below records trigger and index events a
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _load_stats(self) -> None:
-        self.post_message(self.Loaded(self.engine.stats()))
+        stats = self.engine.stats()
+        stats["usage_today"] = usage.summary(self.engine.workspace.root)["today"]["total"]
+        self.post_message(self.Loaded(stats))
 
     @on(Loaded)
     def _stats_loaded(self, message: Loaded) -> None:
@@ -214,6 +217,10 @@ last written and what happened. The log below records trigger and index events a
         if self.progress:
             note = " — BM25 only for them meanwhile" if self.progress.startswith("embedding") else ""
             rows.append(("indexing", Text(self.progress + note, style="bold yellow")))
+        today = stats.get("usage_today")
+        if isinstance(today, dict) and today.get("calls"):
+            tokens = (today["prompt_tokens"] or 0) + (today["completion_tokens"] or 0)
+            rows.append(("usage today", Text(f"{today['calls']:,} calls · {tokens:,} tokens")))
         warnings = stats.get("warnings")
         if isinstance(warnings, list) and warnings:
             rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))

@@ -284,7 +284,7 @@ class Consolidator:
         messages, notes = self.build_request(current.text, logs, start, end)
         model = self.llm.summary_model
         try:
-            answer = self.llm.complete(messages, model=model)
+            answer = self.llm.complete(messages, model=model, purpose="consolidation")
         except LLMError as exc:
             raise ConsolidationError(f"{exc.kind}: {exc.message}", exc.kind) from exc
         return self.build_proposal(
