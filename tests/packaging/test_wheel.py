@@ -117,7 +117,7 @@ def test_wheel_installs_and_runs_without_the_checkout(tmp_path: Path) -> None:
     for theme in (ROOT / "themes").glob("*.toml"):
         assert f"tui/themes/{theme.name}" in names
     assert "tui/engine/models/all-MiniLM-L6-v2/tokenizer.json" in names
-    assert "tui/app/app.tcss" in names
+    assert "tui/app/screens/main_screen.tcss" in names
     assert not any(name.startswith(("tests/", "themes/")) for name in names)
 
     # A fresh venv that borrows this environment's packages (the dependencies) via a .pth
