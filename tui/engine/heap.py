@@ -2,7 +2,7 @@
 
 glibc keeps freed blocks inside the process: after the model loads or a batch of chunks is
 embedded, hundreds of MB can stay resident though nothing uses them (tests/bench/memory.py
-measured the app at ~470 MB after indexing 10k chunks, ~300 MB after ``malloc_trim``). Other C
+measured the app at ~485 MB after indexing 10k chunks, ~320 MB after ``malloc_trim``). Other C
 libraries (musl, macOS) return memory differently; there this does nothing.
 """
 
