@@ -12,14 +12,14 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
-def _return_freed_memory_to_the_os() -> None:
-    """glibc only: make freed blocks go back to the OS instead of staying in the process.
+def _fewer_malloc_arenas() -> None:
+    """glibc only: at most two malloc arenas instead of one per thread and core.
 
-    By default glibc raises its mmap threshold to the size of any large block freed (up to
-    32 MB), so after the 23 MB model file is read once, every later buffer of ONNX Runtime,
-    numpy and SQLite is carved from heaps that rarely shrink, one heap per thread.
-    tests/bench/memory.py measured the app's RSS after indexing 10k chunks at ~455 MB without
-    this and ~320 MB with it, at no measurable cost in speed. A user's MALLOC_* setting wins.
+    Every worker thread otherwise gets a heap of its own that rarely shrinks; with two, freed
+    memory is reused across threads (tests/bench/memory.py). Heavy phases also hand their freed
+    pages back with :func:`tui.engine.heap.release_free_memory`. A fixed mmap threshold would
+    return more, but costs ~40% more CPU when embedding (a page fault per fresh buffer), so the
+    allocator's own thresholds stay. A user's MALLOC_* setting wins.
     """
     if not sys.platform.startswith("linux") or any(k.startswith("MALLOC_") for k in os.environ):
         return
@@ -29,10 +29,8 @@ def _return_freed_memory_to_the_os() -> None:
         mallopt = ctypes.CDLL(None).mallopt  # absent outside glibc (musl): nothing to tune
     except (OSError, AttributeError):
         return
-    m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8
-    mallopt(m_mmap_threshold, 128 * 1024)  # fixed: no longer raised by each large free
-    mallopt(m_trim_threshold, 128 * 1024)
+    m_arena_max = -8
     mallopt(m_arena_max, 2)
 
 
-_return_freed_memory_to_the_os()
+_fewer_malloc_arenas()

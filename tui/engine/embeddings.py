@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import tokenizers
 
+from .heap import release_free_memory
+
 __all__ = [
     "DEFAULT_MODEL",
     "Embedder",
@@ -426,6 +428,7 @@ class Embedder:
             session = self._create_session(path)
             self._counter = counter
             self._session = session
+        release_free_memory()  # constant folding and the model file leave ~100 MB freed
 
     def _create_session(self, path: Path) -> Any:
         try:

@@ -96,7 +96,7 @@ def _parse_time(text: str) -> datetime | None:
         when = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return when.astimezone() if when.tzinfo else when.astimezone()
+    return when.astimezone()  # a naive time is taken as local
 
 
 def _add(total: dict[str, Any], item: Mapping[str, Any]) -> None:
