@@ -4,29 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 
-import pytest
+from support.chat_support import TOOLS_TODAY
 
 from tui.chat.tools import MAX_SAVE_CHARS, MemoryTools, split_statement
 from tui.engine.engine import MemoryEngine
-from tui.engine.workspace import Workspace
 
-TODAY = date(2026, 11, 22)
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[MemoryEngine]:
-    engine = MemoryEngine(Workspace.open(tmp_path / "ws"))
-    yield engine
-    engine.close()
-
-
-@pytest.fixture
-def tools(memory: MemoryEngine) -> MemoryTools:
-    return MemoryTools(memory, today=lambda: TODAY)
+TODAY = TOOLS_TODAY
 
 
 def history(memory: MemoryEngine) -> list[dict]:

@@ -12,12 +12,12 @@ import math
 import typing
 from collections.abc import Iterator
 from dataclasses import fields
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.chat_support import (
+    TOOLS_TODAY,
     SummaryResponder,
     make_config,
     make_engine,
@@ -34,19 +34,7 @@ from tui.chat.tools import DAILY_LOG_SPEC, TOOL_SPECS, MemoryTools
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
 
-TODAY = date(2026, 11, 22)
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[MemoryEngine]:
-    engine = MemoryEngine(Workspace.open(tmp_path / "ws"))
-    yield engine
-    engine.close()
-
-
-@pytest.fixture
-def tools(memory: MemoryEngine) -> MemoryTools:
-    return MemoryTools(memory, today=lambda: TODAY)
+TODAY = TOOLS_TODAY
 
 
 async def turn(engine: ChatEngine, session_id: str, text: str) -> list:

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,9 @@ from tui.chat.config import Config, load_config
 from tui.chat.sessions import SessionStore
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
+
+#: "Today" for the memory tools the ``tools`` fixture (tests/conftest.py) builds.
+TOOLS_TODAY = date(2026, 11, 22)
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY_MARKER = "memory extraction assistant"

@@ -83,6 +83,8 @@ class _Block:
     confidence: str | None = None
     entry_ids: list[str] = field(default_factory=list)
     is_heading: bool = False
+    #: A heading's level (1-6); 0 for other blocks.
+    level: int = 0
     tokens: int = 0
 
     @property
@@ -112,14 +114,17 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
     """Blocks of a file. An entry without metadata is the user's (``default_confidence``),
     unless it sits under a heading whose metadata says an app wrote the section."""
     blocks: list[_Block] = []
-    headings: list[tuple[int, str]] = []
-    section_confidence: list[tuple[int, str | None]] = []
+    #: The open headings: (level, title, confidence their metadata gives their section).
+    headings: list[tuple[int, str, str | None]] = []
     current: _Block | None = None
     bullet_indent = -1
     in_fence = False
 
     def heading_path() -> str:
-        return " > ".join(title for _, title in headings)
+        return " > ".join(title for _, title, _ in headings)
+
+    def section_confidence() -> str | None:
+        return headings[-1][2] if headings else None
 
     def close() -> None:
         nonlocal current, bullet_indent
@@ -148,19 +153,17 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
         if heading:
             close()
             level, title = heading
-            headings[:] = [(lvl, t) for lvl, t in headings if lvl < level]
-            headings.append((level, title))
-            section_confidence[:] = [(lvl, c) for lvl, c in section_confidence if lvl < level]
-            inherited = section_confidence[-1][1] if section_confidence else None
-            section_confidence.append((level, _meta_confidence(meta) or inherited))
+            headings[:] = [h for h in headings if h[0] < level]
+            headings.append((level, title, _meta_confidence(meta) or section_confidence()))
             blocks.append(
                 _Block(
                     number,
                     number,
                     [visible],
                     heading_path(),
-                    confidence=section_confidence[-1][1],
+                    confidence=section_confidence(),
                     is_heading=True,
+                    level=level,
                 )
             )
             continue
@@ -176,8 +179,7 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
         )
         if starts_block:
             close()
-            section = section_confidence[-1][1] if section_confidence else None
-            current = _Block(number, number, [], heading_path(), confidence=section)
+            current = _Block(number, number, [], heading_path(), confidence=section_confidence())
             bullet_indent = indent if bullet is not None else -1
         assert current is not None
         current.lines.append(visible)
@@ -185,8 +187,9 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
         if meta is not None:
             own = _meta_confidence(meta)
             if own is not None:
-                current.confidence = own if current.lines[:1] == [visible] else _max_confidence(
-                    current.confidence, own
+                first_line = len(current.lines) == 1
+                current.confidence = (
+                    own if first_line else _max_confidence(current.confidence, own)
                 )
             if meta.id:
                 current.entry_ids.append(meta.id)
@@ -345,18 +348,13 @@ def chunk_markdown(
     return chunks
 
 
-def _heading_level(block: _Block) -> int:
-    parsed = parse_heading(block.lines[0])
-    return parsed[0] if parsed else 7
-
-
 def _has_content(blocks: list[_Block], position: int) -> bool:
     """True when an entry or a deeper heading follows the heading at ``position``."""
-    level = _heading_level(blocks[position])
+    level = blocks[position].level
     for block in blocks[position + 1 :]:
         if not block.is_heading:
             return True
-        if _heading_level(block) <= level:
+        if block.level <= level:
             return False
     return False
 

@@ -241,8 +241,6 @@ class MemoryEngine:
             injection.report.notes.append(memory.notice)
         if response is not None:
             injection.report.notes.extend(response.notes)
-        included = {item.location for item in injection.report.included}
-        injection.results = [r for r in results if r.location in included]
         return injection
 
     def stats(self) -> dict[str, object]:

@@ -211,6 +211,7 @@ def build_injection(
 
     remaining = available - used
     groups: dict[str, list[tuple[SearchResult, str]]] = {}
+    packed: list[SearchResult] = []
     for (result, text), entry_tokens in zip(relevant_items, relevant_cost, strict=True):
         if result.path == MEMORY_FILE and result.end_line <= last_kept:
             report.cut.append(
@@ -238,6 +239,7 @@ def build_injection(
             )
             continue
         groups.setdefault(result.path, []).append((result, text))
+        packed.append(result)
         remaining -= tokens
         report.included.append(InjectedItem("relevant", result.location, tokens, result.score))
     relevant_lines: list[str] = []
@@ -253,4 +255,4 @@ def build_injection(
         parts.append(RELEVANT_HEADING + "\n" + "\n".join(relevant_lines))
     text = "\n\n".join(parts)
     report.tokens_used = count_tokens(text) if text else 0
-    return Injection(text=text, report=report)
+    return Injection(text=text, report=report, results=packed)

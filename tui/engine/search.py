@@ -1,14 +1,14 @@
 """Hybrid search: BM25 and vector candidates, a weighted merge, recency and confidence, with a breakdown.
 
 Every result says why it surfaced: its raw bm25 rank and 0..1 text score, its cosine, the
-weighted hybrid, the recency and time-window factors and the confidence multiplier that
-produced the final score: ``score = hybrid · recency · time_window · confidence``.
+weighted hybrid, the support lent by an adjacent daily-log entry, the recency and time-window
+factors and the confidence multiplier that produced the final score (:func:`score_formula`).
 
 Recency is not applied to every query: a question with no time in it ranks by relevance
 alone (the age of a daily log is shown as ``decay`` but does not change the order). A
-current-state question ("which editor do I use now") weighs age in and lets the newer of two
-entries about the same thing win (``superseded``); a question naming a time ("last week",
-"in May 2023") favours the daily logs of that window (``time_window``).
+current-state question ("which editor do I use now") weighs age in (``recency``); a question
+naming a time ("last week", "in May 2023") favours the daily logs of that window
+(``time_window``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,11 @@ import numpy as np
 
 from .index import ChunkRow, MemoryIndex
 from .temporal import TimeIntent, parse_time_intent
-from .textsearch import contains_all_terms, has_content_terms
+from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
 DECAY_FLOOR = 0.5
-#: FTS5 bm25 strength at which the text score reaches one half (``s / (s + k)``).
-TEXT_SATURATION = 1.0
 #: Reciprocal-rank-fusion constant.
 RRF_K = 60
 #: A question naming a time also considers up to this many entries dated in that window.
@@ -58,8 +56,8 @@ class SearchOptions:
     #: With ``recency="intent"``: a present-tense question ("where do I live?") counts as
     #: asking for the current state, not only one with a marker ("now", "these days").
     present_is_current: bool = False
-    #: How the bm25 strength becomes a 0..1 text score: "saturate" (s/(s+k)) or "max"
-    #: (relative to the best text match of the query).
+    #: How the bm25 strength becomes a 0..1 text score: "max" (relative to the query's best
+    #: text match), "idf" (share of the query's summed idf) or "saturate" (:func:`bm25_to_unit`).
     text_norm: str = "max"
     #: "weighted" (vector_weight·vector + text_weight·text) or "rrf" (reciprocal rank fusion).
     fusion: str = "weighted"
@@ -209,7 +207,7 @@ def text_scores(
     if options.text_norm == "max":
         best = max(strengths.values(), default=0.0)
         return {i: (v / best if best > 0 else 0.0) for i, v in strengths.items()}
-    return {i: v / (v + TEXT_SATURATION) for i, v in strengths.items()}
+    return {i: bm25_to_unit(rank) for i, rank in ranks.items()}
 
 
 def rrf_scores(
