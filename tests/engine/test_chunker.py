@@ -137,6 +137,11 @@ def test_dates_and_confidence_come_from_path_and_metadata():
         path="memory/2026-11-03.md",
     )
     assert [c.confidence for c in flushed] == ["medium", "medium", "high"]
+    fenced = chunks_of(
+        "## 10:02 · code <!-- mem src=auto flush=f2 -->\n```sh\nmake test\n```\n",
+        path="memory/2026-11-03.md",
+    )
+    assert [c.confidence for c in fenced] == ["medium"]  # a fence is an entry like any other
     memory = chunks_of("- likes tea <!-- mem id=ab12 conf=medium src=auto at=2026-11-01 -->\n")
     assert memory[0].date is None
     assert memory[0].confidence == "medium"

@@ -178,7 +178,7 @@ def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(tmp_path,
         reopened.load_model()
         assert reopened.search("nix flakes", now=NOW).results  # readable before the rebuild
         reopened.sync()
-        assert "md-units-v3" in reopened.stats()["fingerprint"]
+        assert "md-units-v4" in reopened.stats()["fingerprint"]
         assert reopened.search("what is my favourite color", now=NOW).results
     finally:
         reopened.close()

@@ -38,7 +38,7 @@ class ChunkParams:
     @property
     def fingerprint(self) -> str:
         if self.units:
-            return f"md-units-v3:{self.target_tokens}/{self.context_entries}"
+            return f"md-units-v4:{self.target_tokens}/{self.context_entries}"
         return f"md-v1:{self.target_tokens}/{self.overlap_tokens}"
 
 
@@ -169,7 +169,9 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
             continue
         if is_fence(visible):
             close()
-            current = _Block(number, number, [visible], heading_path())
+            current = _Block(
+                number, number, [visible], heading_path(), confidence=section_confidence()
+            )
             in_fence = True
             continue
         bullet = match_bullet(visible)
