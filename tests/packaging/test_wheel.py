@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 import tui
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCE_IGNORE = (".git", ".venv", ".ci", "build", "dist", "*.egg-info", "__pycache__", "tests")
 
 pytestmark = [
     pytest.mark.wheel,
@@ -104,9 +106,13 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 60) ->
 def test_wheel_installs_and_runs_without_the_checkout(tmp_path: Path) -> None:
     env = _clean_env(tmp_path / "home")
     dist = tmp_path / "dist"
+    # Build from a copy of the sources: a stale build/ folder in the checkout would otherwise
+    # put files in the wheel that a fresh clone does not ship.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*SOURCE_IGNORE))
     _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-        + ["-w", str(dist), str(ROOT)],
+        + ["-w", str(dist), str(source)],
         env,
         cwd=tmp_path,
         timeout=120,
