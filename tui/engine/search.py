@@ -32,7 +32,7 @@ RRF_K = 60
 WINDOW_CANDIDATES = 200
 #: Dated entries outside the question's window keep this share of their score; undated
 #: (MEMORY.md) entries this one. Days of slack around the window count as inside.
-WINDOW_OUTSIDE = 0.5
+WINDOW_OUTSIDE = 0.25
 WINDOW_UNDATED = 0.8
 WINDOW_SLACK = timedelta(days=1)
 #: Threshold mode reads at most this many full-text matches.
