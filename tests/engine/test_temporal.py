@@ -198,6 +198,7 @@ def test_to_json() -> None:
         "present_tense": False,
         "window": ["2024-06-03", "2024-06-09"],
         "phrase": "last week",
+        "past_state": False,
     }
     assert parse_time_intent("hello", WED).to_json()["window"] is None
 
@@ -279,3 +280,18 @@ def test_large_query_is_fast(unit: str) -> None:
     intent = parse_time_intent(query, WED)
     assert time.perf_counter() - started < 3.0
     _check(intent)
+
+
+@pytest.mark.parametrize(
+    ("query", "past"),
+    [
+        ("what editor did I use before Zed?", True),
+        ("what was my old dog's name?", True),
+        ("where did I use to live?", True),
+        ("what was the original launch date?", True),
+        ("which editor do I use now?", False),
+        ("what is my dog called?", False),
+    ],
+)
+def test_past_state(query: str, past: bool) -> None:
+    assert parse_time_intent(query, WED).past_state is past

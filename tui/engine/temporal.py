@@ -138,6 +138,8 @@ class TimeIntent:
     present_tense: bool = False
     window: Window | None = None
     phrase: str | None = None
+    #: The question asks about an earlier state ("before Zed", "used to", "my old dog").
+    past_state: bool = False
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict; the window as ISO dates."""
@@ -147,6 +149,7 @@ class TimeIntent:
             "present_tense": self.present_tense,
             "window": window,
             "phrase": self.phrase,
+            "past_state": self.past_state,
         }
 
 
@@ -789,6 +792,11 @@ _PAST = re.compile(
     r"\b(?:did|didn't|was|wasn't|were|weren't|had|hadn't|used to)\b",
     _FLAGS,
 )
+_PAST_STATE = re.compile(
+    r"\b(?:used to|did \w+ use to|previous(?:ly)?|former(?:ly)?|original(?:ly)?|at first|before|my old|our old|"
+    r"the old|first|earlier|back then|prior to)\b",
+    _FLAGS,
+)
 _CONNECTOR = re.compile(
     r"\b(?:since|after|before|until|till|up until|prior to|from|between|starting(?: in| from)?|"
     r"as of)\b",
@@ -983,10 +991,11 @@ def parse_time_intent(query: str, now: date) -> TimeIntent:
     """Read the time window, current-state markers and tense of a search query."""
     text = _normalise(query if isinstance(query, str) else str(query))
     low = text.translate(_ASCII_LOWER)
+    past_state = _PAST_STATE.search(low) is not None
     anchored = _anchored_day(text, low, now)
     if anchored is not None:
         present = _PRESENT.search(low) is not None and _PAST.search(low) is None
-        return TimeIntent(False, present, anchored[0], anchored[1])
+        return TimeIntent(False, present, anchored[0], anchored[1], past_state)
     present = _PRESENT.search(low) is not None and _PAST.search(low) is None
     blocked = bytearray(len(low))
     markers = list(_CURRENT.finditer(low))
@@ -997,11 +1006,11 @@ def parse_time_intent(query: str, now: date) -> TimeIntent:
     current = bool(markers) or state_today is not None
     if candidates:
         best = min(candidates, key=lambda c: ((c.window[1] - c.window[0]).days, c.rank, c.start))
-        return TimeIntent(current, present, best.window, best.phrase)
+        return TimeIntent(current, present, best.window, best.phrase, past_state)
     if markers:
         phrase: str | None = text[markers[0].start() : markers[0].end()]
     elif state_today is not None:
         phrase = text[state_today.pstart : state_today.end]
     else:
         phrase = None
-    return TimeIntent(current, present, None, phrase)
+    return TimeIntent(current, present, None, phrase, past_state)
