@@ -253,6 +253,7 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
             "vector",
             "text (bm25)",
             "near",
+            "update",
             "recency",
             "window",
             "conf",
@@ -262,13 +263,14 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
         for index, result in enumerate(panel.response.results):
             assert tuple(str(cell) for cell in table.get_row_at(index)) == breakdown_cells(result)
         top = panel.response.results[0]
-        score, vector, _text, _near, recency, window, confidence, source = map(
+        score, vector, _text, _near, update, recency, window, confidence, source = map(
             str, table.get_row_at(0)
         )
         assert source == f"{top.path}:L{top.start_line}-{top.end_line}" and "Lisbon" in top.text
         assert vector != "—" and float(vector) == pytest.approx(top.breakdown.vector, abs=0.006)
         # no time words in the query: age is not applied
         assert float(recency) == pytest.approx(1.0) and float(window) == pytest.approx(1.0)
+        assert update == "—"  # and no update links
         assert confidence == top.breakdown.confidence
 
 

@@ -107,8 +107,15 @@ def describe_breakdown(result: dict[str, object]) -> Text:
         and neighbour > hybrid
         else "—"
     )
+    linked = b.get("linked")
+    update = f", linked {score('linked')}" if isinstance(linked, int | float) and linked > 0 else ""
+    superseded = b.get("superseded")
+    if isinstance(superseded, int | float) and superseded < 1:
+        update += f") · superseded {score('superseded')}"
+    else:
+        update += ")"
     line.append(
-        f"\n  relevance {score('relevance')} = max(hybrid {score('hybrid')}, near {near})"
+        f"\n  relevance {score('relevance')} = max(hybrid {score('hybrid')}, near {near}{update}"
         f" · recency {score('recency')} · window {score('time_window')}"
         f" · conf {b.get('confidence', '?')} {score('confidence_weight')}",
         style="dim",
