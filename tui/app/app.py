@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -172,6 +173,16 @@ class MemdeckApp(App[int]):
 
     def get_default_screen(self) -> MainScreen:
         return self.main_screen
+
+    def exit(
+        self,
+        result: int | None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Exit the app, once the main widgets have finished mounting if they are mounting
+        now (quitting in that instant would tear down widgets without their children)."""
+        self.main_screen.call_when_attached(partial(super().exit, result, return_code, message))
 
     # -- start-up --
 

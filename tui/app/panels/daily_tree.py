@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.widgets import Markdown, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_source
 from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
@@ -184,6 +185,7 @@ New entries appear as flushes write them.
         self.post_message(self.Loaded(logs))
 
     @on(Loaded)
+    @while_attached
     def _rebuild(self, message: Loaded) -> None:
         first_load = not self.logs
         known = {log.path for log in self.logs}
