@@ -445,7 +445,7 @@ async def stream_once(  # noqa: ANN201
     backlog: list[int] = []
 
     def shown(message: ChatMessage) -> str:
-        return "".join(markdown.source for markdown in message.query(Markdown))
+        return "".join(markdown.source for markdown in message.query_children(Markdown))
 
     def sample_backlog() -> None:
         # the backlog needs a DOM query: sampled every 100 ms only
@@ -491,7 +491,7 @@ async def stream_once(  # noqa: ANN201
     fences = shown_text.count("```")
     print(
         f"  rendered text identical to the answer: {shown_text == full} "
-        f"({len(main.chat_pane.messages[-1].query(Markdown))} Markdown segments, "
+        f"({len(main.chat_pane.messages[-1].query_children(Markdown))} Markdown segments, "
         f"{fences // 2} code fences closed{'' if fences % 2 == 0 else ', one left open'})"
     )
     return meter

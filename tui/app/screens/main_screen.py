@@ -424,7 +424,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         else:
             self._model_ready.set()
         if not self.engine.llm_problem:
-            self._import_llm_sdk()
+            self._import_llm_sdk(asyncio.get_running_loop())
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
@@ -491,10 +491,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self._model_ready.set()
 
     @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
-    def _import_llm_sdk(self) -> None:
-        """Import the ``openai`` SDK now, in a thread: the chat client imports it on the first
-        request, which would otherwise freeze the screen for about a second."""
+    def _import_llm_sdk(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Import the ``openai`` SDK and make the chat client for the UI's ``loop`` now, in a
+        thread: the first request would otherwise freeze the screen (about a second for the
+        import, a tenth for the client's SSL context)."""
         import openai  # noqa: F401
+
+        self.engine.llm.async_client(loop)
 
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
     async def _watch_workspace(self) -> None:
