@@ -34,6 +34,7 @@ from tui.app.panels import (
     StatsPanel,
 )
 from tui.app.panels.base import EnginePanel, format_score
+from tui.app.panels.daily_tree import shown_text
 from tui.app.panels.search_panel import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
@@ -600,6 +601,21 @@ async def test_the_daily_tree_makes_nodes_for_open_branches_and_reparses_changed
         assert august.is_expanded  # still open after the rebuild, with the new entry
         edited = august.children[0]
         assert edited.is_expanded and [str(n.label) for n in edited.children] == ["Night  L3"]
+
+
+def test_the_daily_view_renders_a_long_log_cut_at_an_entry_with_fences_closed() -> None:
+    log = "# 2026-11-22\n\n" + "\n".join(f"## Entry {n}\n- one\n- two\n" for n in range(200))
+    shown = shown_text(log, 100)
+    assert len(shown.splitlines()) <= 100 + 2
+    kept = shown.split("\n\n*…")[0]
+    assert log.startswith(kept) and log[len(kept) :].startswith("\n## Entry")  # at an entry
+    next_entry = log[len(kept) :].lstrip("\n").splitlines()[0]
+    left = len(log.splitlines()) - log.splitlines().index(next_entry)
+    assert shown.endswith(f"*… {left:,} more lines: select an entry in the tree to read it.*\n")
+    fenced = "# 2026-11-22\n\n## Code\n```python\n" + "x = 1\n" * 300 + "```\n"
+    cut = shown_text(fenced, 50).split("\n\n*…")[0]
+    assert cut.endswith("x = 1\n```") and cut.count("```") == 2  # the open fence is closed
+    assert shown_text("# short\n- log\n", 100) == "# short\n- log\n"
 
 
 def walk(node):  # noqa: ANN001, ANN201

@@ -24,6 +24,8 @@ from tui.engine.workspace import MEMORY_DIR, date_for_path
 
 #: The month of logs without a date in their name.
 UNDATED = "undated"
+#: Lines of a log (or an entry) the view renders at most.
+VIEW_MAX_LINES = 300
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,32 @@ class DailyLogOutline:
     def month(self) -> str:
         """``2026-11`` (or :data:`UNDATED`): the tree's first level."""
         return f"{self.day:%Y-%m}" if self.day else UNDATED
+
+
+def shown_text(text: str, max_lines: int) -> str:
+    """``text`` as the view renders it: at most ``max_lines`` lines (cut before a ``##`` entry
+    when one starts in the second half), a code fence left open closed, and a line saying how
+    much was left out.
+
+    Rendering Markdown mounts a widget per block on the UI thread: a 3,000-line log would
+    freeze the screen for seconds, and one reads a long log entry by entry anyway."""
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return text
+    cut = max_lines
+    in_fence = False
+    for number, line in enumerate(lines[:max_lines]):
+        if is_fence(line):
+            in_fence = not in_fence
+        elif not in_fence and number > max_lines // 2 and line.startswith("## "):
+            cut = number
+    kept = lines[:cut]
+    if sum(1 for line in kept if is_fence(line)) % 2:
+        kept.append("```")
+    return (
+        "\n".join(kept)
+        + f"\n\n*… {len(lines) - cut:,} more lines: select an entry in the tree to read it.*\n"
+    )
 
 
 def section_text(text: str, entry: LogEntry) -> str:
@@ -330,12 +358,12 @@ New entries appear as flushes write them.
             )
         if entry is None:
             title.update(Text(message.path, style="bold"))
-            view.update(message.text)
+            view.update(shown_text(message.text, VIEW_MAX_LINES))
         else:
             title.update(
                 Text(format_source(log.path, entry.start_line, entry.end_line), style="bold")
             )
-            view.update(section_text(message.text, entry))
+            view.update(shown_text(section_text(message.text, entry), VIEW_MAX_LINES))
 
 
 def _walk(node: TreeNode[_NodeRef]):
