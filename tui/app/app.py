@@ -11,6 +11,7 @@ handed to the main screen. (Tests pass a ready engine and get the whole screen a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
 
 #: Longest wait for the quit flush before the app closes anyway.
 QUIT_FLUSH_TIMEOUT = 15.0
+#: The GIL switch interval while the app runs (seconds; Python's default is 0.005). Indexing,
+#: chunking and search run in worker threads, and long pure-Python stretches there hold the
+#: GIL: each time the UI thread comes back from waiting (every turn of the event loop) it
+#: waits up to this long for it, which adds up to visible stalls over a frame's many turns.
+GIL_SWITCH_INTERVAL = 0.001
 
 
 class MemdeckCommandPalette(CommandPalette):
@@ -142,6 +148,7 @@ class MemdeckApp(App[int]):
         #: Set once the quit flush finished (or there was none to wait for).
         self.quit_flush_done = False
         self._quitting = False
+        self._switch_interval = sys.getswitchinterval()
         self.startup_warnings: list[str] = []
         loaded = load_themes(theme_dirs(config_file))
         self.startup_warnings += loaded.warnings
@@ -187,12 +194,17 @@ class MemdeckApp(App[int]):
     # -- start-up --
 
     def on_mount(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL))
         self.set_keymap(dict(self.config.keymap))
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         for warning in self.startup_warnings:
             self.notify(warning, title="memdeck", severity="warning", timeout=8)
         if self._engine is None:
             self.call_after_refresh(self._load_engine)
+
+    def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _load_engine(self) -> None:

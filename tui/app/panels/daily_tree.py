@@ -25,7 +25,7 @@ from tui.engine.workspace import MEMORY_DIR, date_for_path
 #: The month of logs without a date in their name.
 UNDATED = "undated"
 #: Lines of a log (or an entry) the view renders at most.
-VIEW_MAX_LINES = 300
+VIEW_MAX_LINES = 150
 
 
 @dataclass(frozen=True)
@@ -358,12 +358,14 @@ New entries appear as flushes write them.
             )
         if entry is None:
             title.update(Text(message.path, style="bold"))
-            view.update(shown_text(message.text, VIEW_MAX_LINES))
+            markdown = shown_text(message.text, VIEW_MAX_LINES)
         else:
             title.update(
                 Text(format_source(log.path, entry.start_line, entry.end_line), style="bold")
             )
-            view.update(shown_text(section_text(message.text, entry), VIEW_MAX_LINES))
+            markdown = shown_text(section_text(message.text, entry), VIEW_MAX_LINES)
+        if markdown != view.source:  # a reload of an unchanged log re-renders nothing
+            view.update(markdown)
 
 
 def _walk(node: TreeNode[_NodeRef]):
