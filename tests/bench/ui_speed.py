@@ -449,6 +449,8 @@ async def stream_once(  # noqa: ANN201
 
     def sample_backlog() -> None:
         # the backlog needs a DOM query: sampled every 100 ms only
+        if until is not None:
+            until()  # it may note the time things happened
         messages = main.chat_pane.messages
         if messages and messages[-1].role == "assistant":
             backlog.append(len(messages[-1].text) - len(shown(messages[-1])))
@@ -522,7 +524,7 @@ async def index_once(
     panels = main.memory_panels
     rel = "memory/2030-01-01.md"
     path = workspace / rel
-    text = big_log(lines)
+    text = big_log(lines, seed=lines + int(time.time()))  # new text: no cached vectors
     marks: dict[str, float] = {}
     seen_events = len(panels.stats_panel.events)
 
