@@ -15,6 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_score
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MemoryEngine
@@ -261,6 +262,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
             self.post_message(self.Ready(draft, generation, injection))
 
     @on(Ready)
+    @while_attached
     def _show_injection(self, message: Ready) -> None:
         if message.generation != self._generation:
             return  # a newer draft is on its way

@@ -17,6 +17,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_score, format_source
 from tui.engine.engine import MemoryEngine
 from tui.engine.search import Breakdown, SearchResponse, SearchResult, score_formula
@@ -300,6 +301,7 @@ How the score is computed:
             self.post_message(self.ResultsReady(generation, response, self.engine.model_loaded))
 
     @on(ResultsReady)
+    @while_attached
     def _show_results(self, message: ResultsReady) -> None:
         if message.generation != self._generation:
             return
@@ -368,6 +370,7 @@ How the score is computed:
             )
 
     @on(ContextReady)
+    @while_attached
     def _context_ready(self, message: ContextReady) -> None:
         self.query_one("#search-context-title", Static).update(Text(message.location, style="bold"))
         context = self.query_one("#search-context", Static)
