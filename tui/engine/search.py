@@ -31,6 +31,8 @@ DECAY_FLOOR = 0.5
 RRF_K = 60
 #: A question naming a time also considers up to this many entries dated in that window.
 WINDOW_CANDIDATES = 200
+#: Each entry further from a relevant one is lent this share of what the nearer one got.
+NEIGHBOUR_FALLOFF = 0.8
 #: Dated entries outside the question's window keep this share of their score; undated
 #: (MEMORY.md) entries this one. Days of slack around the window count as inside.
 WINDOW_OUTSIDE = 0.25
@@ -64,7 +66,10 @@ class SearchOptions:
     fusion: str = "weighted"
     #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:
     #: a log is a narrative, and the answer often sits beside the line that matched.
-    neighbour_weight: float = 0.8
+    neighbour_weight: float = 0.9
+    #: How many entries away from a relevant one the support reaches (each step further lends
+    #: ``NEIGHBOUR_FALLOFF`` less).
+    neighbour_reach: int = 2
     mmr: bool = False
     mmr_lambda: float = 0.7
     #: Threshold mode: every result whose relevance reaches this, with no fixed cap.
@@ -92,7 +97,8 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
         [
             "score = relevance · recency · time_window · superseded · confidence",
             "relevance = max(hybrid, neighbour, linked)   "
-            f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry;"
+            f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry,"
+            f" ×{number(NEIGHBOUR_FALLOFF)} per entry further, up to {options.neighbour_reach};"
             f" linked = {number(LINK_WEIGHT)}·relevance of an entry this one updates)",
             f"superseded = {number(SUPERSEDED)} for an entry a newer one changed"
             " (current-state questions), else 1",
@@ -431,25 +437,31 @@ def _neighbour_support(
     options: SearchOptions,
     top: int,
 ) -> dict[int, float]:
-    """Relevance lent to the daily-log entries next to the ``top`` best candidates.
+    """Relevance lent to the daily-log entries near the ``top`` best candidates.
 
-    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± 1
-    when they sit in the same file. Rows of neighbours that were not candidates are added to
-    ``rows``.
+    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± k
+    while they sit in the same file: the next one gets ``neighbour_weight`` × its hybrid, each
+    further step ``NEIGHBOUR_FALLOFF`` less, up to ``neighbour_reach`` entries away. Rows of
+    neighbours that were not candidates are added to ``rows``.
     """
+    reach = max(1, options.neighbour_reach)
     best = sorted(
         (i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i]
     )[:top]
-    wanted = {n for i in best for n in (i - 1, i + 1)}
+    wanted = {i + k * side for i in best for k in range(1, reach + 1) for side in (-1, 1)}
     missing = [n for n in wanted if n not in rows]
     rows.update(index.chunks_by_id(missing))
     support: dict[int, float] = {}
     for chunk_id in best:
-        lent = options.neighbour_weight * hybrids[chunk_id]
-        for neighbour in (chunk_id - 1, chunk_id + 1):
-            row = rows.get(neighbour)
-            if row is not None and row.path == rows[chunk_id].path:
-                support[neighbour] = max(support.get(neighbour, 0.0), lent)
+        path = rows[chunk_id].path
+        for side in (-1, 1):
+            lent = options.neighbour_weight * hybrids[chunk_id]
+            for k in range(1, reach + 1):
+                row = rows.get(chunk_id + side * k)
+                if row is None or row.path != path:
+                    break
+                support[row.id] = max(support.get(row.id, 0.0), lent)
+                lent *= NEIGHBOUR_FALLOFF
     return support
 
 
