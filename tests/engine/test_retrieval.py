@@ -134,6 +134,27 @@ def test_no_update_links_without_time_intent(workspace):
     assert all(r.breakdown.superseded == 1.0 for r in response.results)
 
 
+def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace):
+    engine = workspace(
+        {
+            "memory/2026-11-10.md": (
+                "# 2026-11-10\n\n- Aunt Greta asked about the sourdough starter recipe\n"
+                "- Lunch at the noodle bar\n- Paid the electricity bill\n- Cleaned the bike chain\n"
+            ),
+            "memory/2026-11-11.md": "# 2026-11-11\n\n- Watered the plants\n",
+        }
+    )
+    response = engine.search("sourdough starter recipe", now=NOW, min_score=0.0, max_results=20)
+    by_line = {(r.path, r.start_line): r.breakdown for r in response.results}
+    match = by_line[("memory/2026-11-10.md", 3)]
+    one, two = by_line[("memory/2026-11-10.md", 4)], by_line[("memory/2026-11-10.md", 5)]
+    # at least what the match lends (another candidate may lend more)
+    assert one.neighbour >= 0.9 * match.hybrid - 1e-9
+    assert two.neighbour >= 0.9 * 0.8 * match.hybrid - 1e-9
+    other = by_line.get(("memory/2026-11-11.md", 3))
+    assert other is None or other.neighbour == 0.0
+
+
 def test_a_time_window_selects_the_logs_of_that_day(workspace):
     engine = workspace(
         {
