@@ -151,6 +151,13 @@ def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace):
     # at least what the match lends (another candidate may lend more)
     assert one.neighbour >= 0.9 * match.hybrid - 1e-9
     assert two.neighbour >= 0.9 * 0.8 * match.hybrid - 1e-9
+    near_only = engine.search(
+        "sourdough starter recipe", now=NOW, min_score=0.0, max_results=20, neighbour_reach=1
+    )
+    two_near_only = next(
+        r.breakdown for r in near_only.results if (r.path, r.start_line) == ("memory/2026-11-10.md", 5)
+    )
+    assert two_near_only.neighbour < two.neighbour
     other = by_line.get(("memory/2026-11-11.md", 3))
     assert other is None or other.neighbour == 0.0
 
