@@ -35,7 +35,7 @@ WINDOW_CANDIDATES = 200
 NEIGHBOUR_FALLOFF = 0.8
 #: Dated entries outside the question's window keep this share of their score; undated
 #: (MEMORY.md) entries this one. Days of slack around the window count as inside.
-WINDOW_OUTSIDE = 0.25
+WINDOW_OUTSIDE = 0.1
 WINDOW_UNDATED = 0.8
 WINDOW_SLACK = timedelta(days=1)
 #: Threshold mode reads at most this many full-text matches.
