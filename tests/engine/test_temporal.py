@@ -199,6 +199,7 @@ def test_to_json() -> None:
         "window": ["2024-06-03", "2024-06-09"],
         "phrase": "last week",
         "past_state": False,
+        "first_person": True,
     }
     assert parse_time_intent("hello", WED).to_json()["window"] is None
 
@@ -295,3 +296,16 @@ def test_large_query_is_fast(unit: str) -> None:
 )
 def test_past_state(query: str, past: bool) -> None:
     assert parse_time_intent(query, WED).past_state is past
+
+
+@pytest.mark.parametrize(
+    ("query", "mine"),
+    [
+        ("who is my manager?", True),
+        ("which editor do I use?", True),
+        ("what does Melanie do to relax?", False),
+        ("where is tidepool hosted?", False),
+    ],
+)
+def test_first_person(query: str, mine: bool) -> None:
+    assert parse_time_intent(query, WED).first_person is mine

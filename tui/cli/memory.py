@@ -153,19 +153,21 @@ def _run_search(args: argparse.Namespace) -> int:
             if args.json or args.stdin:
                 print(json.dumps(response.to_json(), ensure_ascii=False), flush=True)
             else:
-                _print_results(response)
+                _print_results(response, engine.search_options)
     finally:
         engine.close()
     return 0
 
 
-def _print_results(response) -> None:  # SearchResponse
+def _print_results(response, options) -> None:  # SearchResponse, SearchOptions
+    from tui.engine.search import asks_current_state
+
     for note in response.notes:
         print(f"({note})")
     intent = response.intent
     if intent.window is not None:
         print(f"(time window {intent.window[0]} .. {intent.window[1]} from {intent.phrase!r})")
-    elif intent.current or intent.present_tense:
+    elif asks_current_state(intent, options):
         print("(asks about the present: newer entries rank higher)")
     if not response.results:
         print("no results")

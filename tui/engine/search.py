@@ -390,12 +390,19 @@ def retrieval_text(query: str, intent: TimeIntent) -> str:
     return " ".join((query[:start] + " " + query[start + len(intent.phrase) :]).split())
 
 
+def asks_current_state(intent: TimeIntent, options: SearchOptions) -> bool:
+    """A current-state marker ("now", "these days"), or the present tense in a question about
+    the user ("which editor do I use?"); with ``present_is_current``, any present tense."""
+    if intent.current:
+        return True
+    return intent.present_tense and (intent.first_person or options.present_is_current)
+
+
 def recency_factor(day: date | None, now: date, intent: TimeIntent, options: SearchOptions) -> float:
     """How much a result's age changes its score: 1.0 unless the question asks for the present."""
     if not options.decay or options.recency == "never":
         return 1.0
-    asks_current = intent.current or (options.present_is_current and intent.present_tense)
-    if options.recency == "intent" and not asks_current:
+    if options.recency == "intent" and not asks_current_state(intent, options):
         return 1.0
     decay = decay_factor(day, now, options.half_life_days)
     return DECAY_FLOOR + (1.0 - DECAY_FLOOR) * decay
@@ -496,7 +503,7 @@ def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:
     ones for a question about an earlier state ("before Zed", "my old dog"), else none."""
     if not options.decay or options.recency == "never":
         return None
-    if intent.current or (options.present_is_current and intent.present_tense):
+    if asks_current_state(intent, options):
         return "newer"
     if intent.past_state:
         return "older"

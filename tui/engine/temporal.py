@@ -140,6 +140,10 @@ class TimeIntent:
     phrase: str | None = None
     #: The question asks about an earlier state ("before Zed", "used to", "my old dog").
     past_state: bool = False
+    #: The question is about the user ("I", "my", "me"): in the present tense, it asks for
+    #: their current state ("who is my manager?"), where a question about someone else's
+    #: habits ("what does Melanie do to relax?") may not.
+    first_person: bool = False
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict; the window as ISO dates."""
@@ -150,6 +154,7 @@ class TimeIntent:
             "window": window,
             "phrase": self.phrase,
             "past_state": self.past_state,
+            "first_person": self.first_person,
         }
 
 
@@ -797,6 +802,7 @@ _PAST_STATE = re.compile(
     r"the old|first|earlier|back then|prior to)\b",
     _FLAGS,
 )
+_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've)\b", _FLAGS)
 _CONNECTOR = re.compile(
     r"\b(?:since|after|before|until|till|up until|prior to|from|between|starting(?: in| from)?|"
     r"as of)\b",
@@ -992,10 +998,11 @@ def parse_time_intent(query: str, now: date) -> TimeIntent:
     text = _normalise(query if isinstance(query, str) else str(query))
     low = text.translate(_ASCII_LOWER)
     past_state = _PAST_STATE.search(low) is not None
+    first_person = _FIRST_PERSON.search(low) is not None
     anchored = _anchored_day(text, low, now)
     if anchored is not None:
         present = _PRESENT.search(low) is not None and _PAST.search(low) is None
-        return TimeIntent(False, present, anchored[0], anchored[1], past_state)
+        return TimeIntent(False, present, anchored[0], anchored[1], past_state, first_person)
     present = _PRESENT.search(low) is not None and _PAST.search(low) is None
     blocked = bytearray(len(low))
     markers = list(_CURRENT.finditer(low))
@@ -1006,11 +1013,11 @@ def parse_time_intent(query: str, now: date) -> TimeIntent:
     current = bool(markers) or state_today is not None
     if candidates:
         best = min(candidates, key=lambda c: ((c.window[1] - c.window[0]).days, c.rank, c.start))
-        return TimeIntent(current, present, best.window, best.phrase, past_state)
+        return TimeIntent(current, present, best.window, best.phrase, past_state, first_person)
     if markers:
         phrase: str | None = text[markers[0].start() : markers[0].end()]
     elif state_today is not None:
         phrase = text[state_today.pstart : state_today.end]
     else:
         phrase = None
-    return TimeIntent(current, present, None, phrase, past_state)
+    return TimeIntent(current, present, None, phrase, past_state, first_person)
