@@ -188,7 +188,6 @@ def measure(root: Path, mode: str, expected: int, searches: int) -> None:
     _report("start")
     sys.path.insert(0, str(ROOT))
     # What the `memdeck` console script imports before it opens the app.
-    import tui.chat.cli  # noqa: F401
     import tui.cli  # noqa: F401
     from tui.app.app import MemdeckApp
     from tui.chat.chat import ChatEngine
