@@ -9,9 +9,11 @@ explicitly here so the SDK never adds a credential :mod:`tui.chat.config` did no
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import re
+import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterable
@@ -244,6 +246,7 @@ class LLMClient:
         finish_reason: str | None = None
         reported: Any = None
         try:
+            await sdk_imported()
             stream = await self.async_client().chat.completions.create(**request)
             try:
                 async for chunk in stream:
@@ -307,6 +310,7 @@ class LLMClient:
         self._require()
         request = self._request(messages, model, None)
         try:
+            await sdk_imported()
             response = await self.async_client().chat.completions.create(**request)
         except Exception as exc:
             raise self.classify(exc) from exc
@@ -446,6 +450,14 @@ def _server_message(exc: BaseException) -> str:
     if message in ("Connection error.", "Request timed out.") and cause is not None:
         message = f"{message.rstrip('.')}: {cause}" if str(cause) else message
     return message
+
+
+async def sdk_imported() -> None:
+    """Import the ``openai`` SDK (~1 s and ~20 MB with httpx and pydantic) in a thread the first
+    time a request needs it, so that the event loop never stalls on it and an app that never
+    chats never pays for it."""
+    if "openai" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "openai")
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:

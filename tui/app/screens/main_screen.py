@@ -391,8 +391,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self._load_model()
         else:
             self._model_ready.set()
-        if not self.engine.llm_problem:
-            self._import_llm_sdk()
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
@@ -458,10 +456,15 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         finally:
             self._model_ready.set()
 
+    #: Whether the first keystroke of a draft has started :meth:`_import_llm_sdk`.
+    _sdk_import_started = False
+
     @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
     def _import_llm_sdk(self) -> None:
-        """Import the ``openai`` SDK now, in a thread: the chat client imports it on the first
-        request, which would otherwise freeze the screen for about a second."""
+        """Import the ``openai`` SDK in a thread while the first message is typed, so that it
+        is there when the message is sent (the client would import it then, a second later).
+        Not at start-up: the SDK, httpx and pydantic cost ~20 MB that an app used only to
+        browse and search memory never needs."""
         import openai  # noqa: F401
 
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
@@ -745,6 +748,9 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @on(Input.Changed, "#chat-input")
     def _draft_changed(self, event: Input.Changed) -> None:
+        if not self._sdk_import_started and not self.engine.llm_problem:
+            self._sdk_import_started = True  # the first keystroke: the SDK loads while they type
+            self._import_llm_sdk()
         panels = self.memory_panels
         panels.preview(event.value)
         if event.value.strip():
