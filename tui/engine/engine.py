@@ -100,21 +100,23 @@ class MemoryEngine:
         """
         self._record_usage(embedder)
         old = self.embedder
+        remote = getattr(embedder, "remote", False)
         with self._model_lock:
-            if embedder.fingerprint == old.fingerprint:
-                if old.loaded:
+            try:
+                if old.loaded:  # the app had loaded the old model: load the new one first
                     embedder.load()
-                self.index.embedder = embedder
-                report = SyncReport()
-            else:
-                embed = old.loaded or getattr(embedder, "remote", False)
-                try:
-                    report = self.index.rebuild(embed=embed, progress=progress, embedder=embedder)
-                except EmbeddingError as exc:
-                    if not getattr(embedder, "remote", False):
-                        raise
-                    report = self.index.rebuild(embed=False, progress=progress, embedder=embedder)
-                    report.warnings.append(f"{exc}: BM25 only until it answers")
+                if embedder.fingerprint == old.fingerprint:
+                    self.index.embedder = embedder
+                    report = SyncReport()
+                else:
+                    report = self.index.rebuild(
+                        embed=old.loaded or remote, progress=progress, embedder=embedder
+                    )
+            except EmbeddingError as exc:
+                if not remote:
+                    raise
+                report = self.index.rebuild(embed=False, progress=progress, embedder=embedder)
+                report.warnings.append(f"{exc}: BM25 only until it answers")
         if old is not embedder:
             close = getattr(old, "close", None)
             if close is not None:
