@@ -24,6 +24,7 @@ from typing import Any
 
 from ..engine.embeddings import count_tokens_batch
 from ..engine.engine import MemoryEngine
+from ..engine.index import SyncReport
 from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
@@ -161,16 +162,18 @@ class ChatEngine:
     #: Whether this engine serves a long-running app (see :meth:`open`).
     resident = False
 
-    def reconfigure(self, config: Config) -> None:
+    def reconfigure(self, config: Config) -> SyncReport | None:
         """Apply a changed :class:`Config` (settings edited in the UI) to every part.
 
         The workspace stays the same: a different ``workspace`` needs a new engine. A changed
         ``[embeddings]`` section swaps the embedder (:meth:`MemoryEngine.set_embedder`): when
         the vectors differ the index is rebuilt first (blocking: call this from a worker), and
-        searches keep using the old index until the new one replaces it.
+        searches keep using the old index until the new one replaces it. Returns what that
+        rebuild did (None when ``[embeddings]`` did not change).
         """
+        swapped = None
         if config.embeddings != self.config.embeddings:
-            self.memory.set_embedder(embedder_for(config, resident=self.resident))
+            swapped = self.memory.set_embedder(embedder_for(config, resident=self.resident))
         self.config = config
         self.llm.close()
         self.llm = LLMClient(config.llm, config_file=config.source)
@@ -182,6 +185,7 @@ class ChatEngine:
         self.memory.search_options = config.memory.search_options()
         self.memory.injection_options = config.memory.injection_options()
         self.triggers.configure(config.triggers)
+        return swapped
 
     def close(self) -> None:
         """Release the index connections and the HTTP client."""

@@ -229,6 +229,14 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         stats: dict[str, object] = field(default_factory=dict)
 
     @dataclass
+    class ConfigReloaded(Message):
+        """config.toml was read again and applied (``report``: the index rebuild of a changed
+        ``[embeddings]``, else None)."""
+
+        config: Config
+        report: SyncReport | None = None
+
+    @dataclass
     class ModelLoadFinished(Message):
         """The embedding model finished loading (``error`` set when it failed)."""
 
@@ -879,6 +887,48 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.post_message(self.IndexSynced("reindex", error=str(exc)))
             return
         self.post_message(self.IndexSynced("reindex", report))
+
+    def action_reload_config(self) -> None:
+        """Re-read config.toml and apply it without a restart; a changed ``[embeddings]``
+        swaps the embedder (rebuilding the index in the background when the model changed)."""
+        if self.chat_pane.busy:
+            self.notify("reload the config once the answer is done", severity="warning")
+            return
+        self.header.progress = "reloading config…"
+        self._reload_config()
+
+    @work(thread=True, exclusive=True, group="reindex", exit_on_error=False)
+    def _reload_config(self) -> None:
+        from tui.chat.config import load_config
+
+        try:
+            config = load_config(self.config_file)
+            report = self.engine.reconfigure(config)
+        except Exception as exc:
+            self.post_message(self.IndexSynced("config reload", error=str(exc)))
+            return
+        self.post_message(self.ConfigReloaded(config, report))
+
+    @on(ConfigReloaded)
+    def _config_reloaded(self, message: ConfigReloaded) -> None:
+        from tui.app.panels.memory_panels import describe_sync
+
+        config = message.config
+        self.config = config
+        self.header.model = config.effective_model or ""
+        self.header.progress = ""
+        note = "config reloaded (keys and theme apply at the next start)"
+        if message.report is not None:
+            memory = self.engine.memory
+            note += f"; embeddings: {memory.embedder.spec.name}, {describe_sync(message.report)}"
+            for warning in message.report.warnings:
+                self.notify(warning, title="embeddings", severity="warning")
+            state = "loaded" if memory.model_loaded else "none"
+            self.header.model_state = state
+            self.memory_panels.set_model_state(state)
+        self.memory_panels.log_event(note)
+        self.notify(note, title="config")
+        self.post_message(MemoryChanged([]))
 
     def action_consolidate(self) -> None:
         """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""
