@@ -22,7 +22,14 @@ Two runs:
   indexed BM25-only: the app before the embedding model loads.
 * **full** (the real start-up): first frame, engine open, model loaded, every chunk indexed
   and embedded, then ``--searches`` hybrid searches (query embedding included), each in a
-  thread worker as the app's panels run them, then idle.
+  thread worker as the app's panels run them, then idle; then the embedding helper's idle exit
+  (``--idle-exit`` seconds, 60 in the app) and the first search after it (which restarts it).
+
+The app is opened as ``memdeck`` opens it (``tui.app.main.open_engine``): the local model runs
+in a helper process (``[embeddings] process = "auto"``). The helper is measured too, on its own
+line under each stage where it runs (its ``VmRSS`` and its peak since it started), with the sum
+of the app and the helper: the targets bound the app's own process, and the helper's memory is
+there only while it runs.
 
 ``MEMBENCH_TRIM=1`` adds a diagnostic: the RSS after ``malloc_trim(0)`` at each stage (memory
 freed but still held by the C allocator).
