@@ -378,6 +378,43 @@ async def test_the_engine_opens_after_the_first_frame(
             await close_engine(engine)
 
 
+@pytest.mark.parametrize("run", range(4))
+@pytest.mark.parametrize("deferred", [False, True], ids=["engine", "open_engine"])
+async def test_quitting_right_after_ready_raises_nothing(
+    tmp_path: Path, server: FakeOpenAI, embedder: Embedder, deferred: bool, run: int
+) -> None:
+    """Exit as soon as the main widgets are there (``NoMatches '#stats-flushes'`` once): an
+    exit while the panels mount, or a worker's answer arriving while they are torn down, must
+    not crash the app. Several runs, because what is still in flight at exit varies."""
+    config = make_config(tmp_path, server, tick_seconds=0.05)
+    opened: list[ChatEngine] = []
+
+    def open_engine() -> ChatEngine:
+        opened.append(build_engine(tmp_path, config, embedder))
+        return opened[-1]
+
+    if deferred:
+        app = MemdeckApp(
+            config=config, open_engine=open_engine, config_file=tmp_path / "config.toml", now=NOW
+        )
+    else:
+        app = build_app(open_engine(), tmp_path)
+    errors: list[BaseException] = []
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ready, "the engine and the main widgets")
+            for _ in range(run):  # let 0..3 rounds of start-up work get under way
+                await asyncio.sleep(0)
+            app.exit(0)
+    except Exception as exc:  # run_test re-raises what crashed the app
+        errors.append(exc)
+    finally:
+        for engine in opened:
+            await close_engine(engine)
+    assert errors == []
+    assert app.return_code == 0
+
+
 async def test_a_workspace_that_cannot_open_ends_the_app_with_the_reason(
     tmp_path: Path, server: FakeOpenAI
 ) -> None:

@@ -34,6 +34,7 @@ from tui.app.panels import (
     StatsPanel,
 )
 from tui.app.panels.base import EnginePanel, format_score
+from tui.app.panels.daily_tree import shown_text
 from tui.app.panels.search_panel import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
@@ -148,7 +149,6 @@ class WatcherHost(PanelHost):
         await self.watcher.run()
 
 
-
 async def settle(pilot: Pilot) -> None:
     """Run pending timers, workers and the messages they post until the app is quiet."""
     await pilot.pause(0.3)  # past the debounce timers
@@ -253,6 +253,7 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
             "vector",
             "text (bm25)",
             "near",
+            "update",
             "recency",
             "window",
             "conf",
@@ -262,13 +263,14 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
         for index, result in enumerate(panel.response.results):
             assert tuple(str(cell) for cell in table.get_row_at(index)) == breakdown_cells(result)
         top = panel.response.results[0]
-        score, vector, _text, _near, recency, window, confidence, source = map(
+        score, vector, _text, _near, update, recency, window, confidence, source = map(
             str, table.get_row_at(0)
         )
         assert source == f"{top.path}:L{top.start_line}-{top.end_line}" and "Lisbon" in top.text
         assert vector != "—" and float(vector) == pytest.approx(top.breakdown.vector, abs=0.006)
         # no time words in the query: age is not applied
         assert float(recency) == pytest.approx(1.0) and float(window) == pytest.approx(1.0)
+        assert update == "—"  # and no update links
         assert confidence == top.breakdown.confidence
 
 
@@ -431,7 +433,9 @@ async def test_an_outside_edit_on_a_dirty_buffer_asks_and_keep_mine_keeps_it(
         # ...until the user saves, knowing.
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: not editor.is_dirty, "the save")
-        assert engine.workspace.memory_file.read_text() == mine + "\n"  # a save ends the file with a newline
+        assert (
+            engine.workspace.memory_file.read_text() == mine + "\n"
+        )  # a save ends the file with a newline
 
 
 async def test_an_outside_edit_on_a_dirty_buffer_asks_and_load_theirs_loads_it(
@@ -489,7 +493,9 @@ async def test_a_save_refused_by_an_outside_edit_asks_and_saves_on_keep_mine(
         await wait_until(pilot, lambda: _asking(app), "asked again")
         await pilot.click("#conflict-mine")
         await wait_until(
-            pilot, lambda: engine.workspace.memory_file.read_text() == mine + "\n", "my version saved"
+            pilot,
+            lambda: engine.workspace.memory_file.read_text() == mine + "\n",
+            "my version saved",
         )
 
 
@@ -538,6 +544,87 @@ async def test_the_daily_tree_shows_a_new_entry_after_reload(engine: MemoryEngin
             ),
             "the cursor to stay on its entry",
         )
+
+
+async def test_the_daily_tree_makes_nodes_for_open_branches_and_reparses_changed_logs(
+    bm25_engine: MemoryEngine,
+) -> None:
+    """With many logs, a rebuild makes the months and the open branches only (a month's logs
+    and a log's entries appear when it is expanded), and a reload re-parses only the logs
+    that changed on disk."""
+    memory_dir = bm25_engine.workspace.root / "memory"
+    for day in range(1, 29):
+        for month in (7, 8, 9):
+            (memory_dir / f"2026-{month:02d}-{day:02d}.md").write_text(
+                f"# 2026-{month:02d}-{day:02d}\n\n## Morning\n- Ran.\n\n## Evening\n- Read.\n"
+            )
+    app = PanelHost(lambda: DailyTree(bm25_engine))
+    async with app.run_test(size=SIZE) as pilot:
+        daily = app.query_one(DailyTree)
+        tree = daily.query_one("#daily-tree", Tree)
+        await wait_until(pilot, lambda: len(daily.logs) == 3 + 3 * 28, "the daily logs")
+        months = tree.root.children
+        assert [str(m.label)[:7] for m in months] == [
+            "2026-11",
+            "2026-10",
+            "2026-09",
+            "2026-08",
+            "2026-07",
+        ]
+        # the newest month is open with its newest log; the other months have no nodes yet
+        assert months[0].is_expanded and len(months[0].children) == 2
+        assert all(not m.children and m.allow_expand for m in months[1:])
+        assert sum(1 for _ in walk(tree.root)) == 5 + 2 + 1  # months, Nov logs, 1 entry
+
+        august = months[3]
+        august.expand()
+        await wait_until(pilot, lambda: len(august.children) == 28, "August's logs")
+        last = august.children[0]
+        assert str(last.label) == "2026-08-28 Fri" and not last.children
+        last.expand()
+        await wait_until(pilot, lambda: len(last.children) == 2, "the log's entries")
+        assert [str(n.label) for n in last.children] == ["Morning  L3", "Evening  L6"]
+
+        # a reload keeps unchanged outlines and re-parses the edited log
+        before = {log.path: log for log in daily.logs}
+        (memory_dir / "2026-08-28.md").write_text("# 2026-08-28\n\n## Night\n- Slept.\n")
+        daily.reload()
+        await wait_until(
+            pilot,
+            lambda: (
+                next(log for log in daily.logs if log.path.endswith("2026-08-28.md"))
+                is not before["memory/2026-08-28.md"]
+            ),
+            "the edited log re-parsed",
+        )
+        unchanged = [log for log in daily.logs if not log.path.endswith("2026-08-28.md")]
+        assert all(log is before[log.path] for log in unchanged)
+        august = tree.root.children[3]
+        assert august.is_expanded  # still open after the rebuild, with the new entry
+        edited = august.children[0]
+        assert edited.is_expanded and [str(n.label) for n in edited.children] == ["Night  L3"]
+
+
+def test_the_daily_view_renders_a_long_log_cut_at_an_entry_with_fences_closed() -> None:
+    log = "# 2026-11-22\n\n" + "\n".join(f"## Entry {n}\n- one\n- two\n" for n in range(200))
+    shown = shown_text(log, 100)
+    assert len(shown.splitlines()) <= 100 + 2
+    kept = shown.split("\n\n*…")[0]
+    assert log.startswith(kept) and log[len(kept) :].startswith("\n## Entry")  # at an entry
+    next_entry = log[len(kept) :].lstrip("\n").splitlines()[0]
+    left = len(log.splitlines()) - log.splitlines().index(next_entry)
+    assert shown.endswith(f"*… {left:,} more lines: select an entry in the tree to read it.*\n")
+    fenced = "# 2026-11-22\n\n## Code\n```python\n" + "x = 1\n" * 300 + "```\n"
+    cut = shown_text(fenced, 50).split("\n\n*…")[0]
+    assert cut.endswith("x = 1\n```") and cut.count("```") == 2  # the open fence is closed
+    assert shown_text("# short\n- log\n", 100) == "# short\n- log\n"
+
+
+def walk(node):  # noqa: ANN001, ANN201
+    """Every node below ``node``."""
+    for child in node.children:
+        yield child
+        yield from walk(child)
 
 
 # -- stats --

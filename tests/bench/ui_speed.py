@@ -1,6 +1,7 @@
 """TUI benchmark: start-up to first frame, keystroke to injection preview, a streamed answer.
 
     .venv/bin/python tests/bench/ui_speed.py [--chunks 10000] [--runs 5] [--keys 50] [--tokens 2000]
+        [--rates 200,50] [--index-lines 3000] [--parts frame,preview,stream,index]
 
 A script, not a test: it prints its figures with the targets beside them and asserts nothing.
 The machine may be shared: the load average is printed at the start and the end.
@@ -34,6 +35,13 @@ What is measured, exactly:
   behind" shows); last piece to the Markdown widgets holding the whole text; the largest
   backlog between what arrived and what the widgets had; the worst event-loop stall (a 10 ms
   ticker).
+* **Indexing** — with the app's workspace watcher on, a daily log of ``--index-lines`` lines
+  (about one ``##`` entry per 9 lines) is written into ``memory/`` while the app runs; the
+  watcher syncs it (full text, then vectors) and every panel refreshes (the Daily tree lists
+  the ~1,000 logs again). Timed: the write to the file being searchable (full text) and
+  embedded, the worst event-loop stall over that whole time (idle UI), then again while an
+  answer streams at the first of ``--rates`` (the file is written as the first token arrives;
+  the ticker runs until both are done). The file is removed afterwards (and unindexed).
 
 The N-chunk workspace is generated once and indexed with the real model (slow the first time),
 then kept in ``/tmp/memdeck-bench-tui/`` (``--rebuild`` regenerates it).
@@ -73,6 +81,7 @@ CACHE = Path("/tmp/memdeck-bench-tui")
 SIZE = (160, 48)
 TARGET_FIRST_FRAME_S = 0.8
 TARGET_PREVIEW_P95_MS = 150.0
+TARGET_STALL_MS = 50.0
 HUMAN_KEY_GAP_S = 0.2
 BURST_KEY_GAP_S = 0.03
 SENTENCE = "where did we decide to stay for the lisbon conference"
@@ -348,8 +357,72 @@ def stream_pieces(tokens: int) -> list[str]:
     return pieces[:tokens] + ["\n"]
 
 
-async def stream_once(app, pilot, server: ServerProcess, tokens: int, gap: float) -> None:  # noqa: ANN001
-    """Stream one answer of ``tokens`` pieces ``gap`` seconds apart into a new session."""
+class StallMeter:
+    """A 10 ms ticker on the event loop: the worst delay beyond its 10 ms is the worst stall
+    (the UI could not react for that long). ``sample`` is called every 100 ms (on the loop)."""
+
+    def __init__(self, sample=None) -> None:  # noqa: ANN001
+        self.stalls: list[float] = []
+        self._sample = sample
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> StallMeter:
+        self._task = asyncio.create_task(self._tick())
+        return self
+
+    async def stop(self) -> float:
+        """Stop ticking; the worst stall in milliseconds."""
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        return self.worst_ms
+
+    @property
+    def worst_ms(self) -> float:
+        return max(self.stalls or [0.0]) * 1000
+
+    def over(self, ms: float) -> int:
+        """How many ticks came more than ``ms`` late."""
+        return sum(1 for stall in self.stalls if stall * 1000 > ms)
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        ticks = 0
+        while not self._stop.is_set():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            self.stalls.append(now - last - 0.01)
+            last = now
+            ticks += 1
+            if self._sample is not None and not ticks % 10:
+                self._sample()
+
+
+def stall_line(label: str, meter: StallMeter) -> str:
+    worst = meter.worst_ms
+    return (
+        f"  worst event-loop stall {label} {worst:.0f} ms  "
+        f"({meter.over(TARGET_STALL_MS)} ticks over {TARGET_STALL_MS:.0f} ms, of {len(meter.stalls):,})  "
+        f"target ≤ {TARGET_STALL_MS:.0f} ms  {verdict(worst <= TARGET_STALL_MS)}"
+    )
+
+
+async def stream_once(  # noqa: ANN201
+    app,  # noqa: ANN001
+    pilot,  # noqa: ANN001
+    server: ServerProcess,
+    tokens: int,
+    gap: float,
+    *,
+    on_first_token=None,  # noqa: ANN001
+    until=None,  # noqa: ANN001
+    label: str = "",
+):
+    """Stream one answer of ``tokens`` pieces ``gap`` seconds apart into a new session.
+
+    ``on_first_token`` is called once the first piece arrived; the ticker runs until the answer
+    is rendered and ``until()`` (if given) holds. Returns the stall meter."""
     from textual.widgets import Markdown
 
     from tui.app.widgets.chat_message import ChatMessage
@@ -369,32 +442,26 @@ async def stream_once(app, pilot, server: ServerProcess, tokens: int, gap: float
         await original(self, delta)
 
     ChatMessage.append_text = timed_append  # type: ignore[method-assign]
-    stalls: list[float] = []
     backlog: list[int] = []
-    stop = asyncio.Event()
 
     def shown(message: ChatMessage) -> str:
-        return "".join(markdown.source for markdown in message.query(Markdown))
+        return "".join(markdown.source for markdown in message.query_children(Markdown))
 
-    async def ticker() -> None:
-        last = time.perf_counter()
-        ticks = 0
-        while not stop.is_set():
-            await asyncio.sleep(0.01)
-            now = time.perf_counter()
-            stalls.append(now - last - 0.01)
-            last = now
-            ticks += 1
-            if ticks % 10:
-                continue  # the backlog needs a DOM query: sample it every 100 ms only
-            messages = main.chat_pane.messages
-            if messages and messages[-1].role == "assistant":
-                backlog.append(len(messages[-1].text) - len(shown(messages[-1])))
+    def sample_backlog() -> None:
+        # the backlog needs a DOM query: sampled every 100 ms only
+        if until is not None:
+            until()  # it may note the time things happened
+        messages = main.chat_pane.messages
+        if messages and messages[-1].role == "assistant":
+            backlog.append(len(messages[-1].text) - len(shown(messages[-1])))
 
-    tick = asyncio.create_task(ticker())
+    meter = StallMeter(sample_backlog).start()
     finished = main.chat_pane.turns_finished
     t_send = time.perf_counter()
     main.chat_pane.send("stream please")
+    if on_first_token is not None:
+        await _wait(lambda: received, 60)
+        on_first_token()
     await _wait(lambda: len(received) >= len(pieces) - 1, 600)
     t_last = received[-1]
 
@@ -405,12 +472,13 @@ async def stream_once(app, pilot, server: ServerProcess, tokens: int, gap: float
     await _wait(rendered, 120)
     await pilot.pause()
     t_done = time.perf_counter()
-    stop.set()
-    await tick
+    if until is not None:
+        await _wait(until, 600)
+    await meter.stop()
     ChatMessage.append_text = original  # type: ignore[method-assign]
     first = received[0]
     pacing = tokens * gap
-    print(f"Streaming {tokens:,} tokens {gap * 1000:.0f} ms apart ({1 / gap:.0f} tokens/s)")
+    print(f"Streaming {tokens:,} tokens {gap * 1000:.0f} ms apart ({1 / gap:.0f} tokens/s){label}")
     print(f"  send → first token received    {(first - t_send) * 1000:7.0f} ms")
     print(
         f"  first → last token received    {(t_last - first) * 1000:7.0f} ms  "
@@ -420,18 +488,115 @@ async def stream_once(app, pilot, server: ServerProcess, tokens: int, gap: float
     print(f"  last token → fully rendered    {(t_done - t_last) * 1000:7.0f} ms")
     print(f"  send → fully rendered          {(t_done - t_send) * 1000:7.0f} ms")
     print(f"  largest backlog (received, not yet in the widget) {max(backlog or [0]):,} chars")
-    print(f"  worst event-loop stall during the stream {max(stalls or [0]) * 1000:.0f} ms")
+    print(stall_line("during the stream", meter))
+    shown_text = shown(main.chat_pane.messages[-1])
+    fences = shown_text.count("```")
+    print(
+        f"  rendered text identical to the answer: {shown_text == full} "
+        f"({len(main.chat_pane.messages[-1].query_children(Markdown))} Markdown segments, "
+        f"{fences // 2} code fences closed{'' if fences % 2 == 0 else ', one left open'})"
+    )
+    return meter
+
+
+def big_log(lines: int, seed: int = 3000) -> str:
+    """A daily log of about ``lines`` lines: ``##`` entries of bullet lines."""
+    rng = random.Random(seed)
+    day = date(2030, 1, 1)
+    parts = [f"# {day.isoformat()}\n"]
+    count = 1
+    number = 0
+    while count < lines:
+        number += 1
+        section = _section(rng, day, number)
+        parts.append(section)
+        count += section.count("\n") + 1
+    return "\n".join(parts)
+
+
+async def index_once(
+    app, pilot, server, workspace: Path, lines: int, gap: float | None, tokens: int
+) -> None:  # noqa: ANN001
+    """Write a ``lines``-line daily log while the app runs (its watcher indexes it); measure the
+    worst stall until it is embedded and the panels have refreshed; optionally while an answer
+    streams ``gap`` seconds a piece. Removes the file afterwards."""
+    main = app.main_screen
+    panels = main.memory_panels
+    rel = "memory/2030-01-01.md"
+    path = workspace / rel
+    text = big_log(lines, seed=lines + int(time.time()))  # new text: no cached vectors
+    marks: dict[str, float] = {}
+    seen_events = len(panels.stats_panel.events)
+
+    def events() -> list[str]:
+        return list(panels.stats_panel.events)[seen_events:]
+
+    def indexed() -> bool:
+        for line in events():
+            if rel in line and "changed on disk" in line:
+                marks.setdefault("text", time.perf_counter())
+                if "embedded" in line:
+                    marks.setdefault("embedded", time.perf_counter())
+        tree = panels.daily_tree
+        if any(log.path == rel for log in tree.logs) and "embedded" in marks:
+            marks.setdefault("tree", time.perf_counter())
+        return "tree" in marks and not main.header.progress
+
+    def write() -> None:
+        marks["write"] = time.perf_counter()
+        path.write_text(text, encoding="utf-8")
+
+    label = f"{text.count(chr(10)):,}-line daily log written into memory/ (the watcher indexes it)"
+    if gap is None:
+        meter = StallMeter().start()
+        write()
+        await _wait(indexed, 600)
+        await pilot.pause()
+        await meter.stop()
+        print(f"Indexing a {label}, the UI idle")
+        print(stall_line("while indexing", meter))
+    else:
+        await stream_once(
+            app,
+            pilot,
+            server,
+            tokens,
+            gap,
+            on_first_token=write,
+            until=indexed,
+            label=f", while a {label}",
+        )
+    print(
+        f"  write → searchable {(marks['text'] - marks['write']) * 1000:.0f} ms, → embedded "
+        f"{(marks['embedded'] - marks['write']) * 1000:.0f} ms, → in the Daily tree "
+        f"{(marks['tree'] - marks['write']) * 1000:.0f} ms"
+    )
+    seen_events = len(panels.stats_panel.events)
+    path.unlink()
+
+    def dropped() -> bool:
+        return any(rel in line for line in events()) and not any(
+            log.path == rel for log in panels.daily_tree.logs
+        )
+
+    await _wait(dropped, 120)
 
 
 async def bench_in_app(
-    workspace: Path, keys: int, tokens: int, stream_gaps: Sequence[float]
+    workspace: Path,
+    keys: int,
+    tokens: int,
+    stream_gaps: Sequence[float],
+    *,
+    parts: set[str],
+    index_lines: int,
 ) -> None:
-    from textual import events
 
     from tui.app.app import MemdeckApp
     from tui.chat.chat import ChatEngine
 
     shutil.rmtree(workspace / "sessions", ignore_errors=True)  # start without old answers
+    (workspace / "memory" / "2030-01-01.md").unlink(missing_ok=True)  # an interrupted run's
     server = ServerProcess()
     try:
         config = load_config(
@@ -440,7 +605,7 @@ async def bench_in_app(
             overrides={"max_retries": 0},
         )
         engine = ChatEngine.open(config, workspace=workspace)
-        app = MemdeckApp(engine, config_file=CACHE / "no-config.toml", watch=False)
+        app = MemdeckApp(engine, config_file=CACHE / "no-config.toml", watch="index" in parts)
         async with app.run_test(size=SIZE) as pilot:
             main = app.main_screen
             began = time.perf_counter()
@@ -452,93 +617,107 @@ async def bench_in_app(
             )
             panel = main.memory_panels.injection_panel
             await _wait(lambda: panel.injection is not None)
-            box = main.chat_pane.chat_input
-            box.focus()
-            # Remember the injection built for each draft: the preview is "updated" when the
-            # panel shows exactly that object.
-            built: dict[str, object] = {}
-            inject = engine.memory.inject
-
-            def recording_inject(query: str, **kwargs: object) -> object:
-                injection = inject(query, **kwargs)  # type: ignore[arg-type]
-                built[query] = injection
-                return injection
-
-            engine.memory.inject = recording_inject  # type: ignore[method-assign]
-
-            def showing(draft: str) -> bool:
-                return panel.injection is not None and panel.injection is built.get(draft)
-
-            # the engine's share alone
-            engine_ms = []
-            for end in range(1, len(SENTENCE) + 1):
-                t0 = time.perf_counter()
-                engine.preview_injection(SENTENCE[:end])
-                engine_ms.append((time.perf_counter() - t0) * 1000)
-
-            async def type_key(char: str) -> str:
-                """Deliver a key as the terminal driver does (a Key event to the app); return
-                the draft once the message box has it."""
-                expected = box.value + char
-                app.post_message(events.Key("space" if char == " " else char, char))
-                await _wait(lambda: box.value == expected)
-                return expected
-
-            for char in "warm up":  # the first searches pay for cold caches; not counted
-                await asyncio.sleep(HUMAN_KEY_GAP_S)
-                draft = await type_key(char)
-                await _wait(lambda draft=draft: showing(draft))
-            await pilot.press("ctrl+u")
-            await _wait(lambda: showing(""))
-
-            # human pace: each key after the debounce, measured to its own preview
-            latencies = []
-            text = (SENTENCE + " ") * (keys // len(SENTENCE) + 1)
-            for char in text[:keys]:
-                await asyncio.sleep(HUMAN_KEY_GAP_S)
-                built.clear()
-                t0 = time.perf_counter()
-                draft = await type_key(char)
-                await _wait(lambda draft=draft: showing(draft))
-                latencies.append((time.perf_counter() - t0) * 1000)
-            print(
-                f"Keystroke → injection preview, {len(latencies)} keys, "
-                f"a key every {HUMAN_KEY_GAP_S * 1000:.0f} ms"
-            )
-            print(
-                f"  app   p50 {pct(latencies, 50):6.1f} ms  p95 {pct(latencies, 95):6.1f} ms  "
-                f"max {max(latencies):6.1f} ms  target p95 ≤ {TARGET_PREVIEW_P95_MS:.0f} ms  "
-                f"{verdict(pct(latencies, 95) <= TARGET_PREVIEW_P95_MS)}"
-            )
-            print(
-                f"  engine.preview_injection alone  p50 {pct(engine_ms, 50):6.1f} ms  "
-                f"p95 {pct(engine_ms, 95):6.1f} ms"
-            )
-
-            # a burst: time from its last key to the preview of the whole draft
-            await pilot.press("ctrl+u")
-            await _wait(lambda: showing(""))
-            await asyncio.sleep(0.5)
-            burst = SENTENCE[:30]
-            for char in burst:
-                await asyncio.sleep(BURST_KEY_GAP_S)
-                t0 = time.perf_counter()
-                await type_key(char)
-            await _wait(lambda: showing(burst))
-            print(
-                f"  burst of {len(burst)} keys {BURST_KEY_GAP_S * 1000:.0f} ms apart: last key → "
-                f"preview of the whole draft {(time.perf_counter() - t0) * 1000:.0f} ms "
-                "(the panel's trailing debounce included)"
-            )
-            engine.memory.inject = inject  # type: ignore[method-assign]
-            await pilot.press("ctrl+u")
-
-            for gap in stream_gaps:
-                await stream_once(app, pilot, server, tokens, gap)
+            if "preview" in parts:
+                await bench_preview(app, pilot, engine, panel, keys)
+            if "stream" in parts:
+                for gap in stream_gaps:
+                    await stream_once(app, pilot, server, tokens, gap)
+            if "index" in parts:
+                watcher = main.watcher
+                assert watcher is not None
+                await _wait(watcher.ready.is_set, 60)
+                await index_once(app, pilot, server, workspace, index_lines, None, tokens)
+                await index_once(app, pilot, server, workspace, index_lines, stream_gaps[0], tokens)
             await pilot.press("ctrl+q")
         engine.close()
     finally:
         server.stop()
+
+
+async def bench_preview(app, pilot, engine, panel, keys: int) -> None:  # noqa: ANN001
+    """Keystroke → injection preview, at a human pace and in a burst."""
+    from textual import events
+
+    box = app.main_screen.chat_pane.chat_input
+    box.focus()
+    # Remember the injection built for each draft: the preview is "updated" when the
+    # panel shows exactly that object.
+    built: dict[str, object] = {}
+    inject = engine.memory.inject
+
+    def recording_inject(query: str, **kwargs: object) -> object:
+        injection = inject(query, **kwargs)  # type: ignore[arg-type]
+        built[query] = injection
+        return injection
+
+    engine.memory.inject = recording_inject  # type: ignore[method-assign]
+
+    def showing(draft: str) -> bool:
+        return panel.injection is not None and panel.injection is built.get(draft)
+
+    # the engine's share alone
+    engine_ms = []
+    for end in range(1, len(SENTENCE) + 1):
+        t0 = time.perf_counter()
+        engine.preview_injection(SENTENCE[:end])
+        engine_ms.append((time.perf_counter() - t0) * 1000)
+
+    async def type_key(char: str) -> str:
+        """Deliver a key as the terminal driver does (a Key event to the app); return
+        the draft once the message box has it."""
+        expected = box.value + char
+        app.post_message(events.Key("space" if char == " " else char, char))
+        await _wait(lambda: box.value == expected)
+        return expected
+
+    for char in "warm up":  # the first searches pay for cold caches; not counted
+        await asyncio.sleep(HUMAN_KEY_GAP_S)
+        draft = await type_key(char)
+        await _wait(lambda draft=draft: showing(draft))
+    await pilot.press("ctrl+u")
+    await _wait(lambda: showing(""))
+
+    # human pace: each key after the debounce, measured to its own preview
+    latencies = []
+    text = (SENTENCE + " ") * (keys // len(SENTENCE) + 1)
+    for char in text[:keys]:
+        await asyncio.sleep(HUMAN_KEY_GAP_S)
+        built.clear()
+        t0 = time.perf_counter()
+        draft = await type_key(char)
+        await _wait(lambda draft=draft: showing(draft))
+        latencies.append((time.perf_counter() - t0) * 1000)
+    print(
+        f"Keystroke → injection preview, {len(latencies)} keys, "
+        f"a key every {HUMAN_KEY_GAP_S * 1000:.0f} ms"
+    )
+    print(
+        f"  app   p50 {pct(latencies, 50):6.1f} ms  p95 {pct(latencies, 95):6.1f} ms  "
+        f"max {max(latencies):6.1f} ms  target p95 ≤ {TARGET_PREVIEW_P95_MS:.0f} ms  "
+        f"{verdict(pct(latencies, 95) <= TARGET_PREVIEW_P95_MS)}"
+    )
+    print(
+        f"  engine.preview_injection alone  p50 {pct(engine_ms, 50):6.1f} ms  "
+        f"p95 {pct(engine_ms, 95):6.1f} ms"
+    )
+
+    # a burst: time from its last key to the preview of the whole draft
+    await pilot.press("ctrl+u")
+    await _wait(lambda: showing(""))
+    await asyncio.sleep(0.5)
+    burst = SENTENCE[:30]
+    for char in burst:
+        await asyncio.sleep(BURST_KEY_GAP_S)
+        t0 = time.perf_counter()
+        await type_key(char)
+    await _wait(lambda: showing(burst))
+    print(
+        f"  burst of {len(burst)} keys {BURST_KEY_GAP_S * 1000:.0f} ms apart: last key → "
+        f"preview of the whole draft {(time.perf_counter() - t0) * 1000:.0f} ms "
+        "(the panel's trailing debounce included)"
+    )
+    engine.memory.inject = inject  # type: ignore[method-assign]
+    await pilot.press("ctrl+u")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -552,15 +731,35 @@ def main(argv: list[str] | None = None) -> int:
         default="200,50",
         help="streaming speeds to try, tokens/s, comma-separated (default 200,50)",
     )
+    parser.add_argument(
+        "--index-lines", type=int, default=3_000, help="lines of the daily log indexed live"
+    )
+    parser.add_argument(
+        "--parts",
+        default="frame,preview,stream,index",
+        help="what to measure, comma-separated: frame, preview, stream, index (default all)",
+    )
     parser.add_argument("--rebuild", action="store_true", help="regenerate the workspace")
     args = parser.parse_args(argv)
+    parts = {part.strip() for part in args.parts.split(",") if part.strip()}
     CACHE.mkdir(parents=True, exist_ok=True)
     print(f"memdeck TUI bench · {load()}")
     workspace = build_workspace(args.chunks, args.rebuild)
-    with FakeOpenAI() as server:
-        bench_first_frame(workspace, args.runs, server)
+    if "frame" in parts:
+        with FakeOpenAI() as server:
+            bench_first_frame(workspace, args.runs, server)
     gaps = [1 / float(rate) for rate in args.rates.split(",") if rate.strip()]
-    asyncio.run(bench_in_app(workspace, args.keys, args.tokens, gaps))
+    if parts & {"preview", "stream", "index"}:
+        asyncio.run(
+            bench_in_app(
+                workspace,
+                args.keys,
+                args.tokens,
+                gaps,
+                parts=parts,
+                index_lines=args.index_lines,
+            )
+        )
     print(f"\n{load()}")
     return 0
 

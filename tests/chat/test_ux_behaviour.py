@@ -44,12 +44,15 @@ def test_memory_title_is_not_nested_under_the_long_term_heading() -> None:
 
 def test_the_score_formula_follows_the_options_and_is_the_readme_s() -> None:
     formula = score_formula()
-    assert formula.splitlines()[:3] == [
-        "score = relevance · recency · time_window · confidence",
-        "relevance = max(hybrid, neighbour)   "
-        "(neighbour = 0.8·hybrid of an adjacent daily-log entry)",
+    assert formula.splitlines()[:4] == [
+        "score = relevance · recency · time_window · superseded · confidence",
+        "relevance = max(hybrid, neighbour, linked)   "
+        "(neighbour = 0.9·hybrid of an adjacent daily-log entry, ×0.8 per entry further, up to 2;"
+        " linked = 0.9·relevance of an entry this one updates)",
+        "superseded = 0.7 for an entry a newer one changed (current-state questions), else 1",
         "hybrid = 0.7·vector + 0.3·text   (text alone without vectors)",
     ]
+    assert "up to 1;" in score_formula(SearchOptions(neighbour_reach=1))
     assert "hybrid = 0.5·vector + 0.5·text" in score_formula(
         SearchOptions(vector_weight=1, text_weight=1)
     )

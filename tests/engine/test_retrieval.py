@@ -90,6 +90,79 @@ def test_current_state_question_prefers_the_newer_entry(workspace):
     assert older.breakdown.recency < current.results[0].breakdown.recency
 
 
+EDITOR_LOGS = {
+    "memory/2025-09-15.md": (
+        "# 2025-09-15\n\n- Uses Vim as the editor for everything; the vimrc is 400 lines\n"
+        "- Lunch at the noodle bar\n"
+    ),
+    "memory/2026-05-01.md": "# 2026-05-01\n\n- Wrote a Vim macro for the release notes\n",
+    "memory/2026-10-12.md": (
+        "# 2026-10-12\n\n- Switched from Vim to Zed last week; multiplayer mode won me over\n"
+    ),
+    "memory/2026-11-02.md": "# 2026-11-02\n\n- Ran 10 km along the river\n",
+}
+
+
+def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace):
+    engine = workspace(EDITOR_LOGS)
+    response = engine.search("which editor do I use now?", now=NOW)
+    by_path = {r.path: r for r in response.results}
+    top = response.results[0]
+    assert top.path == "memory/2026-10-12.md"
+    assert top.breakdown.linked > 0 and top.breakdown.relevance >= top.breakdown.linked
+    old = by_path["memory/2025-09-15.md"]
+    assert old.breakdown.superseded < 1.0 and top.breakdown.superseded == 1.0
+    # A later mention that tells of no change is not an update.
+    macro = by_path.get("memory/2026-05-01.md")
+    assert macro is None or macro.breakdown.linked == 0.0
+
+
+def test_a_question_about_an_earlier_state_links_back_to_the_old_fact(workspace):
+    engine = workspace(EDITOR_LOGS)
+    response = engine.search("what editor did I use before Zed?", now=NOW)
+    assert response.intent.past_state
+    top3 = [r.path for r in response.results[:3]]
+    assert "memory/2025-09-15.md" in top3
+    assert all(r.breakdown.superseded == 1.0 for r in response.results)
+
+
+def test_no_update_links_without_time_intent(workspace):
+    engine = workspace(EDITOR_LOGS)
+    response = engine.search("vim editor", now=NOW)
+    assert response.results
+    assert all(r.breakdown.linked == 0.0 for r in response.results)
+    assert all(r.breakdown.superseded == 1.0 for r in response.results)
+
+
+def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace):
+    # The match is the log's last entry: an entry is indexed with the one before it as context,
+    # so the entries before the match share none of its words.
+    engine = workspace(
+        {
+            "memory/2026-11-10.md": (
+                "# 2026-11-10\n\n- Cleaned the bike chain\n- Lunch at the noodle bar\n"
+                "- Paid the electricity bill\n- Aunt Greta asked about the sourdough starter recipe\n"
+            ),
+            "memory/2026-11-11.md": "# 2026-11-11\n\n- Watered the plants\n",
+        }
+    )
+
+    def breakdowns(**options: object) -> dict[tuple[str, int], object]:
+        response = engine.search(
+            "sourdough starter recipe", now=NOW, min_score=0.0, max_results=20, **options
+        )
+        return {(r.path, r.start_line): r.breakdown for r in response.results}
+
+    by_line = breakdowns()
+    match = by_line[("memory/2026-11-10.md", 6)]
+    one, two = by_line[("memory/2026-11-10.md", 5)], by_line[("memory/2026-11-10.md", 4)]
+    assert one.neighbour == pytest.approx(0.9 * match.hybrid)
+    assert two.neighbour == pytest.approx(0.9 * 0.8 * match.hybrid)
+    assert breakdowns(neighbour_reach=1)[("memory/2026-11-10.md", 4)].neighbour < two.neighbour
+    other = by_line.get(("memory/2026-11-11.md", 3))
+    assert other is None or other.neighbour == 0.0
+
+
 def test_a_time_window_selects_the_logs_of_that_day(workspace):
     engine = workspace(
         {

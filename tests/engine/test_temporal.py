@@ -116,8 +116,12 @@ CASES: list[tuple[str, date, tuple[date, date] | None, bool, bool]] = [
     ("Easter Sunday", date(2025, 5, 1), w("2025-04-20"), False, False),
     ("Fourth of July", WED, w("2023-07-04"), False, False),
     # vague, open-ended, ranges, several expressions
-    ("recently", WED, w("2024-05-29", "2024-06-12"), False, False),
-    ("what have I been doing lately", WED, w("2024-05-29", "2024-06-12"), False, True),
+    ("recently", WED, None, True, False),
+    ("what have I been doing lately", WED, None, True, True),
+    ("what did we do the weekend before 4th October, 2023", WED, w("2023-09-30", "2023-10-04"), False, False),
+    ("the Monday before July 24, 2023", WED, w("2023-07-17", "2023-07-24"), False, False),
+    ("plans for the Saturday after October 28, 2023?", WED, w("2023-10-28", "2023-11-04"), False, False),
+    ("how many pets as of September 2023", WED, w("0001-01-01", "2023-09-30"), False, False),
     ("I saw him the other day", WED, w("2024-05-29", "2024-06-12"), False, False),
     ("since May 2023", WED, w("2023-05-01", "2024-06-12"), False, False),
     ("after May 2023", WED, w("2023-06-01", "2024-06-12"), False, False),
@@ -194,6 +198,7 @@ def test_to_json() -> None:
         "present_tense": False,
         "window": ["2024-06-03", "2024-06-09"],
         "phrase": "last week",
+        "past_state": False,
     }
     assert parse_time_intent("hello", WED).to_json()["window"] is None
 
@@ -275,3 +280,18 @@ def test_large_query_is_fast(unit: str) -> None:
     intent = parse_time_intent(query, WED)
     assert time.perf_counter() - started < 3.0
     _check(intent)
+
+
+@pytest.mark.parametrize(
+    ("query", "past"),
+    [
+        ("what editor did I use before Zed?", True),
+        ("what was my old dog's name?", True),
+        ("where did I use to live?", True),
+        ("what was the original launch date?", True),
+        ("which editor do I use now?", False),
+        ("what is my dog called?", False),
+    ],
+)
+def test_past_state(query: str, past: bool) -> None:
+    assert parse_time_intent(query, WED).past_state is past

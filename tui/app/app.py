@@ -11,6 +11,7 @@ handed to the main screen. (Tests pass a ready engine and get the whole screen a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -18,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -37,6 +39,11 @@ if TYPE_CHECKING:
 
 #: Longest wait for the quit flush before the app closes anyway.
 QUIT_FLUSH_TIMEOUT = 15.0
+#: The GIL switch interval while the app runs (seconds; Python's default is 0.005). Indexing,
+#: chunking and search run in worker threads, and long pure-Python stretches there hold the
+#: GIL: each time the UI thread comes back from waiting (every turn of the event loop) it
+#: waits up to this long for it, which adds up to visible stalls over a frame's many turns.
+GIL_SWITCH_INTERVAL = 0.001
 
 
 class MemdeckCommandPalette(CommandPalette):
@@ -141,6 +148,7 @@ class MemdeckApp(App[int]):
         #: Set once the quit flush finished (or there was none to wait for).
         self.quit_flush_done = False
         self._quitting = False
+        self._switch_interval = sys.getswitchinterval()
         self.startup_warnings: list[str] = []
         loaded = load_themes(theme_dirs(config_file))
         self.startup_warnings += loaded.warnings
@@ -173,15 +181,30 @@ class MemdeckApp(App[int]):
     def get_default_screen(self) -> MainScreen:
         return self.main_screen
 
+    def exit(
+        self,
+        result: int | None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Exit the app, once the main widgets have finished mounting if they are mounting
+        now (quitting in that instant would tear down widgets without their children)."""
+        self.main_screen.call_when_attached(partial(super().exit, result, return_code, message))
+
     # -- start-up --
 
     def on_mount(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL))
         self.set_keymap(dict(self.config.keymap))
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         for warning in self.startup_warnings:
             self.notify(warning, title="memdeck", severity="warning", timeout=8)
         if self._engine is None:
             self.call_after_refresh(self._load_engine)
+
+    def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _load_engine(self) -> None:

@@ -1,4 +1,5 @@
-"""The one message several widgets share: memory files changed.
+"""The one message several widgets share (memory files changed), and the guard every handler
+of a worker's result wears (:func:`while_attached`).
 
 Every other message is nested on the widget or screen that posts it (``SessionList.Chosen``,
 ``ChatPane.TurnFinished``, ``DailyTree.Loaded``, ...), as Textual's guide suggests.
@@ -6,13 +7,38 @@ Every other message is nested on the widget or screen that posts it (``SessionLi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import wraps
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
+from textual.dom import DOMNode
 from textual.message import Message
 
 if TYPE_CHECKING:
     from tui.engine.index import SyncReport
+
+_Node = TypeVar("_Node", bound=DOMNode)
+_Params = ParamSpec("_Params")
+
+
+def while_attached(
+    handler: Callable[Concatenate[_Node, _Params], object],
+) -> Callable[Concatenate[_Node, _Params], None]:
+    """Run a worker-result handler only while its widget is attached and the app is not exiting.
+
+    A thread worker's answer can arrive after ``App.exit``: the widget's children are being
+    removed by then (or were never mounted, if the exit came during its mount), so rendering
+    the answer would query widgets that are gone (``NoMatches``). Textual's ``is_attached`` is
+    False from the moment the app starts exiting.
+    """
+
+    @wraps(handler)
+    def guarded(self: _Node, *args: _Params.args, **kwargs: _Params.kwargs) -> None:
+        if self.is_attached:
+            handler(self, *args, **kwargs)
+
+    return guarded
 
 
 @dataclass

@@ -9,11 +9,9 @@ explicitly here so the SDK never adds a credential :mod:`tui.chat.config` did no
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import re
-import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterable
@@ -181,9 +179,12 @@ class LLMClient:
                 self._sync = openai.OpenAI(**self._client_options())
             return self._sync
 
-    def async_client(self) -> openai.AsyncOpenAI:
-        """The async client for the running event loop."""
-        loop = asyncio.get_running_loop()
+    def async_client(self, loop: asyncio.AbstractEventLoop | None = None) -> openai.AsyncOpenAI:
+        """The async client for ``loop`` (default: the running event loop).
+
+        Making one takes a while (an SSL context, an HTTP client): a UI makes it ahead from a
+        thread with its loop (see :meth:`open_async_client` for doing it from the loop)."""
+        loop = loop or asyncio.get_running_loop()
         with self._lock:
             client = self._async.get(loop)
             if client is None:
@@ -192,6 +193,16 @@ class LLMClient:
                 client = openai.AsyncOpenAI(**self._client_options())
                 self._async[loop] = client
             return client
+
+    async def open_async_client(self) -> openai.AsyncOpenAI:
+        """The async client for the running loop, made in a thread the first time (so the
+        loop, a UI's, is not held up while the SSL context and HTTP client are built)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._async.get(loop)
+        if client is not None:
+            return client
+        return await asyncio.to_thread(self.async_client, loop)
 
     def close(self) -> None:
         """Close the blocking client's connections (async clients close with their loop)."""
@@ -246,8 +257,8 @@ class LLMClient:
         finish_reason: str | None = None
         reported: Any = None
         try:
-            await sdk_imported()
-            stream = await self.async_client().chat.completions.create(**request)
+            client = await self.open_async_client()
+            stream = await client.chat.completions.create(**request)
             try:
                 async for chunk in stream:
                     started = True
@@ -310,8 +321,8 @@ class LLMClient:
         self._require()
         request = self._request(messages, model, None)
         try:
-            await sdk_imported()
-            response = await self.async_client().chat.completions.create(**request)
+            client = await self.open_async_client()
+            response = await client.chat.completions.create(**request)
         except Exception as exc:
             raise self.classify(exc) from exc
         self.record_usage(purpose, request["model"], getattr(response, "usage", None), session)
@@ -450,14 +461,6 @@ def _server_message(exc: BaseException) -> str:
     if message in ("Connection error.", "Request timed out.") and cause is not None:
         message = f"{message.rstrip('.')}: {cause}" if str(cause) else message
     return message
-
-
-async def sdk_imported() -> None:
-    """Import the ``openai`` SDK (~1 s and ~20 MB with httpx and pydantic) in a thread the first
-    time a request needs it, so that the event loop never stalls on it and an app that never
-    chats never pays for it."""
-    if "openai" not in sys.modules:
-        await asyncio.to_thread(importlib.import_module, "openai")
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:

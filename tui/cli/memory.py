@@ -176,7 +176,9 @@ def _print_results(response) -> None:  # SearchResponse
         print(
             f"{result.score:.3f}  {result.location}  vec {vector} · text {b.text:.2f} (bm25 {bm25}) · "
             f"hybrid {b.hybrid:.2f} · recency {b.recency:.2f} · window {b.time_window:.2f} · "
-            f"{b.confidence}"
+            + (f"linked {b.linked:.2f} · " if b.linked > 0 else "")
+            + (f"superseded {b.superseded:.2f} · " if b.superseded < 1 else "")
+            + b.confidence
         )
         for line in result.text.strip().splitlines()[:4]:
             print(f"    {line}")

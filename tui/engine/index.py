@@ -923,6 +923,14 @@ class MemoryIndex:
         self._doc_shares[term] = count
         return count
 
+    def doc_count(self, token: str | None = None) -> int:
+        """How many chunks contain ``token`` (FTS-stemmed); with no token, how many chunks."""
+        return self._term_docs(() if token is None else (token,))
+
+    def stem(self, token: str) -> str:
+        """``token`` as the full-text index stores it (its porter stem, lower-cased)."""
+        return self._stem(token)
+
     def _stem(self, token: str) -> str:
         """``token`` as the FTS tokenizer stores it (porter stem), from a scratch in-memory table."""
         scratch = getattr(self._local, "stemmer", None)

@@ -14,6 +14,7 @@ naming a time ("last week", "in May 2023") favours the daily logs of that window
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from .index import ChunkRow, MemoryIndex
 from .temporal import TimeIntent, parse_time_intent
-from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
+from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms, query_terms
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -30,9 +31,11 @@ DECAY_FLOOR = 0.5
 RRF_K = 60
 #: A question naming a time also considers up to this many entries dated in that window.
 WINDOW_CANDIDATES = 200
+#: Each entry further from a relevant one is lent this share of what the nearer one got.
+NEIGHBOUR_FALLOFF = 0.8
 #: Dated entries outside the question's window keep this share of their score; undated
 #: (MEMORY.md) entries this one. Days of slack around the window count as inside.
-WINDOW_OUTSIDE = 0.5
+WINDOW_OUTSIDE = 0.25
 WINDOW_UNDATED = 0.8
 WINDOW_SLACK = timedelta(days=1)
 #: Threshold mode reads at most this many full-text matches.
@@ -63,7 +66,10 @@ class SearchOptions:
     fusion: str = "weighted"
     #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:
     #: a log is a narrative, and the answer often sits beside the line that matched.
-    neighbour_weight: float = 0.8
+    neighbour_weight: float = 0.9
+    #: How many entries away from a relevant one the support reaches (each step further lends
+    #: ``NEIGHBOUR_FALLOFF`` less).
+    neighbour_reach: int = 2
     mmr: bool = False
     mmr_lambda: float = 0.7
     #: Threshold mode: every result whose relevance reaches this, with no fixed cap.
@@ -89,9 +95,13 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
     confidence = " · ".join(f"{name} {number(w)}" for name, w in CONFIDENCE_WEIGHTS.items())
     return "\n".join(
         [
-            "score = relevance · recency · time_window · confidence",
-            "relevance = max(hybrid, neighbour)   "
-            f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry)",
+            "score = relevance · recency · time_window · superseded · confidence",
+            "relevance = max(hybrid, neighbour, linked)   "
+            f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry,"
+            f" ×{number(NEIGHBOUR_FALLOFF)} per entry further, up to {options.neighbour_reach};"
+            f" linked = {number(LINK_WEIGHT)}·relevance of an entry this one updates)",
+            f"superseded = {number(SUPERSEDED)} for an entry a newer one changed"
+            " (current-state questions), else 1",
             hybrid,
             f"confidence = {confidence}",
         ]
@@ -108,7 +118,7 @@ class Breakdown:
     hybrid: float
     #: Relevance lent by an adjacent daily-log entry (``neighbour_weight`` × its hybrid).
     neighbour: float
-    #: What ``min_score`` filters on: max(hybrid, neighbour).
+    #: What ``min_score`` filters on: max(hybrid, neighbour, linked).
     relevance: float
     decay: float
     confidence: str
@@ -118,6 +128,13 @@ class Breakdown:
     recency: float = 1.0
     #: Multiplier from the question's time window ("last week"): 1.0 inside it or without one.
     time_window: float = 1.0
+    #: Relevance lent along an update link (``LINK_WEIGHT`` × the linked entry's relevance): on
+    #: a current-state question, by an older entry this one changes ("Switched from Vim to
+    #: Zed" for "Uses Vim"); on a question about an earlier state, by the newer entry that
+    #: changed this one.
+    linked: float = 0.0
+    #: Multiplier for an entry a newer linked entry changed, on a current-state question.
+    superseded: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -311,20 +328,19 @@ def search(
     support: dict[int, float] = {}
     if options.neighbour_weight > 0:
         support = _neighbour_support(index, rows, hybrids, options, pool or len(hybrids))
-        added = [i for i in support if i not in hybrids]
-        if query_vector is not None and added:
-            for chunk_id, vector in index.mirror.vectors_for(added).items():
-                vectors[chunk_id] = max(0.0, min(1.0, float(vector @ query_vector)))
-        for chunk_id in added:
-            hybrids[chunk_id] = (
-                hybrid_score(vectors.get(chunk_id), 0.0, options) if vectors else 0.0
-            )
+        _add_candidates(index, support, hybrids, vectors, query_vector, options)
 
     floor = options.threshold if threshold_mode else options.min_score
+    linked: dict[int, float] = {}
+    superseded: set[int] = set()
+    direction = _link_direction(intent, options)
+    if direction is not None:
+        linked, superseded = _update_links(index, rows, hybrids, support, text_query, direction)
+        _add_candidates(index, linked, hybrids, vectors, query_vector, options)
     scored: list[SearchResult] = []
     for chunk_id, hybrid in hybrids.items():
         if (
-            max(hybrid, support.get(chunk_id, 0.0)) < floor
+            max(hybrid, support.get(chunk_id, 0.0), linked.get(chunk_id, 0.0)) < floor
             and chunk_id not in text_hits  # no text match: no keyword hit either
             and intent.window is None
         ):
@@ -342,6 +358,8 @@ def search(
             intent,
             options,
             now,
+            linked=linked.get(chunk_id, 0.0),
+            superseded=SUPERSEDED if chunk_id in superseded else 1.0,
         )
         if (
             result.breakdown.relevance >= floor
@@ -395,6 +413,23 @@ def window_factor(day: date | None, intent: TimeIntent) -> float:
     return WINDOW_OUTSIDE
 
 
+def _add_candidates(
+    index: MemoryIndex,
+    lent: dict[int, float],
+    hybrids: dict[int, float],
+    vectors: dict[int, float],
+    query_vector: np.ndarray | None,
+    options: SearchOptions,
+) -> None:
+    """Score the entries that only came in through ``lent`` relevance (no text match)."""
+    added = [i for i in lent if i not in hybrids]
+    if query_vector is not None and added:
+        for chunk_id, vector in index.mirror.vectors_for(added).items():
+            vectors[chunk_id] = max(0.0, min(1.0, float(vector @ query_vector)))
+    for chunk_id in added:
+        hybrids[chunk_id] = hybrid_score(vectors.get(chunk_id), 0.0, options) if vectors else 0.0
+
+
 def _neighbour_support(
     index: MemoryIndex,
     rows: dict[int, ChunkRow],
@@ -402,26 +437,149 @@ def _neighbour_support(
     options: SearchOptions,
     top: int,
 ) -> dict[int, float]:
-    """Relevance lent to the daily-log entries next to the ``top`` best candidates.
+    """Relevance lent to the daily-log entries near the ``top`` best candidates.
 
-    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± 1
-    when they sit in the same file. Rows of neighbours that were not candidates are added to
-    ``rows``.
+    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± k
+    while they sit in the same file: the next one gets ``neighbour_weight`` × its hybrid, each
+    further step ``NEIGHBOUR_FALLOFF`` less, up to ``neighbour_reach`` entries away. Rows of
+    neighbours that were not candidates are added to ``rows``.
     """
+    reach = max(1, options.neighbour_reach)
     best = sorted(
         (i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i]
     )[:top]
-    wanted = {n for i in best for n in (i - 1, i + 1)}
+    wanted = {i + k * side for i in best for k in range(1, reach + 1) for side in (-1, 1)}
     missing = [n for n in wanted if n not in rows]
     rows.update(index.chunks_by_id(missing))
     support: dict[int, float] = {}
     for chunk_id in best:
-        lent = options.neighbour_weight * hybrids[chunk_id]
-        for neighbour in (chunk_id - 1, chunk_id + 1):
-            row = rows.get(neighbour)
-            if row is not None and row.path == rows[chunk_id].path:
-                support[neighbour] = max(support.get(neighbour, 0.0), lent)
+        path = rows[chunk_id].path
+        for side in (-1, 1):
+            lent = options.neighbour_weight * hybrids[chunk_id]
+            for k in range(1, reach + 1):
+                row = rows.get(chunk_id + side * k)
+                if row is None or row.path != path:
+                    break
+                support[row.id] = max(support.get(row.id, 0.0), lent)
+                lent *= NEIGHBOUR_FALLOFF
     return support
+
+
+#: Update links (:func:`_update_links`): an entry that changes one of the best matches gets
+#: this share of its relevance; the entry it changed is multiplied by ``SUPERSEDED`` on a
+#: current-state question.
+LINK_WEIGHT = 0.9
+SUPERSEDED = 0.7
+#: Best matches whose updates are looked for, and the rarest words of each that name the thing
+#: that changed (in at most ``LINK_SHARE`` of entries, at least ``LINK_MIN_DOCS``).
+LINK_SEEDS = 3
+LINK_TERMS = 12
+LINK_SHARE = 0.01
+LINK_MIN_DOCS = 5
+#: Cosine between the two entries' vectors: a link by a shared rare word needs
+#: ``LINK_COSINE``; without one, ``LINK_STRONG`` and half the best match's own relevance.
+LINK_COSINE = 0.3
+LINK_STRONG = 0.55
+
+#: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya").
+_CHANGE = re.compile(
+    r"\b(?:switch(?:ed|ing)?|moved|moving|migrat\w*|replac\w*|instead|no longer|any ?more|"
+    r"sold|quit|stopped|changed|swapped|transferred|ditched|dropped|upgraded|now|slipped|"
+    r"postponed|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+)\b",
+    re.IGNORECASE,
+)
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:
+    """Which way update links run: to newer entries for a current-state question, to older
+    ones for a question about an earlier state ("before Zed", "my old dog"), else none."""
+    if not options.decay or options.recency == "never":
+        return None
+    if intent.current or (options.present_is_current and intent.present_tense):
+        return "newer"
+    if intent.past_state:
+        return "older"
+    return None
+
+
+def _rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str]:
+    """The rarest words of ``text`` that are not the query's: what names the thing itself
+    ("Vim", "ThinkPad", "LastPass") rather than the topic the question asked about."""
+    limit = max(LINK_MIN_DOCS, int(LINK_SHARE * index.doc_count()))
+    rare: set[tuple[int, str]] = set()
+    for term in query_terms(text):
+        word = term[0]
+        if len(term) != 1 or len(word) < 3 or not word.isalpha():
+            continue
+        if index.stem(word) in query_stems:
+            continue
+        docs = index.doc_count(word)
+        if docs <= limit:
+            rare.add((docs, word))
+    return {word for _, word in sorted(rare)[:LINK_TERMS]}
+
+
+def _update_links(
+    index: MemoryIndex,
+    rows: dict[int, ChunkRow],
+    hybrids: dict[int, float],
+    support: dict[int, float],
+    query: str,
+    direction: str,
+) -> tuple[dict[int, float], set[int]]:
+    """Relevance lent along update links, and the entries a newer one changed.
+
+    A fact that changed is written twice, months apart: "Uses Vim for everything", then
+    "Switched from Vim to Zed". The question ("which editor do I use now?") often matches the
+    old entry best. For each of the best dated matches, an entry on the ``direction`` side of
+    it (newer/older) is linked when it shares one of its rare words (or is very similar to it
+    and relevant by itself) and, going newer, tells of a change ("switched", "moved", "now",
+    "from X to Y"...); going older, the best match must tell of the change. Rows of linked
+    entries that were not candidates are added to ``rows``.
+    """
+    relevance = {i: max(h, support.get(i, 0.0)) for i, h in hybrids.items()}
+    seeds = sorted(
+        (i for i in relevance if rows[i].date is not None), key=lambda i: -relevance[i]
+    )[:LINK_SEEDS]
+    query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
+    linked: dict[int, float] = {}
+    superseded: set[int] = set()
+    for seed in seeds:
+        row = rows[seed]
+        if direction == "older" and not _CHANGE.search(row.text):
+            continue
+        rare = _rare_words(index, row.text, query_stems)
+        hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
+        rows.update(index.chunks_by_id([i for i in hits if i not in rows]))
+        others = [i for i in dict.fromkeys([*hits, *relevance]) if i in rows and i != seed]
+        vectors = index.mirror.vectors_for([seed, *others])
+        for chunk_id in others:
+            other = rows[chunk_id]
+            if other.date is None or other.date == row.date:
+                continue
+            if (other.date > row.date) != (direction == "newer"):
+                continue
+            if direction == "newer" and not _CHANGE.search(other.text):
+                continue
+            cosine = (
+                float(vectors[seed] @ vectors[chunk_id])
+                if seed in vectors and chunk_id in vectors
+                else 0.0
+            )
+            # Its own words, not its context: a unit's index text includes the entry before it.
+            shares_word = bool(rare & {w.lower() for w in _WORDS.findall(other.text)})
+            similar = (
+                direction == "newer"
+                and cosine >= LINK_STRONG
+                and hybrids.get(chunk_id, 0.0) >= 0.5 * relevance[seed]
+            )
+            if not ((shares_word and cosine >= LINK_COSINE) or similar):
+                continue
+            linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
+            if direction == "newer":
+                superseded.add(seed)
+    return linked, superseded
 
 
 def _score(
@@ -435,13 +593,16 @@ def _score(
     intent: TimeIntent,
     options: SearchOptions,
     now: date,
+    *,
+    linked: float = 0.0,
+    superseded: float = 1.0,
 ) -> SearchResult:
     decay = decay_factor(row.date, now, options.half_life_days) if options.decay else 1.0
     recency = recency_factor(row.date, now, intent, options)
     window = window_factor(row.date, intent) if options.decay else 1.0
     weight = CONFIDENCE_WEIGHTS.get(row.confidence, CONFIDENCE_WEIGHTS["medium"])
-    relevance = max(hybrid, neighbour)
-    score = relevance * recency * window * weight
+    relevance = max(hybrid, neighbour, linked)
+    score = relevance * recency * window * superseded * weight
     breakdown = Breakdown(
         bm25=rank,
         text=text,
@@ -455,6 +616,8 @@ def _score(
         keyword_hit=rank is not None and contains_all_terms(f"{row.heading}\n{row.text}", query),
         recency=recency,
         time_window=window,
+        linked=linked,
+        superseded=superseded,
     )
     return SearchResult(
         row.id, row.path, row.start_line, row.end_line, row.heading, row.text, score, breakdown

@@ -80,8 +80,11 @@ Easter                                        Good Friday..Easter Monday (anonym
                                               algorithm); Easter Sunday, Easter Monday and Good
                                               Friday alone are single days
 Independence Day, Fourth of July              Jul 4
-recently, lately, the other day               now-14..now (a window, not a current marker)
-since X, as of X, starting X                  X.start..now
+the other day                                 now-14..now
+since X, starting X                           X.start..now
+as of X                                       date.min..X.end (the state up to X)
+the Monday / weekend before (after) <date>    from that day to the date (or from the date to
+                                              that day): the date's log may be where it is told
 after X                                       X.end+1..now
 before X, prior to X                          date.min..X.start-1
 until X, till X, up until X                   date.min..X.end
@@ -96,7 +99,8 @@ earliest in the text). An open end never inverts a window (end >= start).
 
 ``current`` is True for an explicit current-state marker: now, currently, current, these days,
 nowadays, still, anymore, "any more" (at the end of a clause), latest, most recent(ly), at the
-moment, right now, at present, presently, as of today/now, up to date, and "today" when the
+moment, right now, at present, presently, as of today/now, up to date, recently, lately (a
+preference for newer entries, not a window: what is recent depends on the topic), and "today" when the
 question is in the present tense ("what do I use today"; not after earlier / later / of / for):
 that "today" gives no window.
 
@@ -134,6 +138,8 @@ class TimeIntent:
     present_tense: bool = False
     window: Window | None = None
     phrase: str | None = None
+    #: The question asks about an earlier state ("before Zed", "used to", "my old dog").
+    past_state: bool = False
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict; the window as ISO dates."""
@@ -143,6 +149,7 @@ class TimeIntent:
             "present_tense": self.present_tense,
             "window": window,
             "phrase": self.phrase,
+            "past_state": self.past_state,
         }
 
 
@@ -334,8 +341,8 @@ def _days(m: re.Match[str], now: date) -> _Hit:
     return hit
 
 
-@_rule(r"\b(?:recently|lately|the other day)\b")
-def _recently(m: re.Match[str], now: date) -> _Hit:
+@_rule(r"\bthe other day\b")
+def _the_other_day(m: re.Match[str], now: date) -> _Hit:
     return _hit(m, (now - timedelta(days=14), now), rank=3)
 
 
@@ -773,7 +780,7 @@ def _decade(m: re.Match[str], now: date) -> _Hit | None:
 _CURRENT = re.compile(
     r"\b(?:right now|as of (?:today|now)|at the moment|at present|these days|"
     r"most recent(?:ly)?|up[ -]to[ -]date|now(?:adays)?|currently|current|presently|still|"
-    r"anymore|latest|any more(?= ?[.?!,;:]| ?$))\b",
+    r"anymore|latest|recently|lately|any more(?= ?[.?!,;:]| ?$))\b",
     _FLAGS,
 )
 _PRESENT = re.compile(
@@ -783,6 +790,11 @@ _PRESENT = re.compile(
 )
 _PAST = re.compile(
     r"\b(?:did|didn't|was|wasn't|were|weren't|had|hadn't|used to)\b",
+    _FLAGS,
+)
+_PAST_STATE = re.compile(
+    r"\b(?:used to|did \w+ use to|previous(?:ly)?|former(?:ly)?|original(?:ly)?|at first|before|my old|our old|"
+    r"the old|first|earlier|back then|prior to)\b",
     _FLAGS,
 )
 _CONNECTOR = re.compile(
@@ -796,7 +808,7 @@ _JOINER = re.compile(
 )
 _OPEN_KINDS = {
     "since": "since",
-    "as of": "since",
+    "as of": "until",
     "starting": "since",
     "starting in": "since",
     "starting from": "since",
@@ -934,10 +946,56 @@ def _normalise(query: str) -> str:
     return text.replace("\u2019", "'").replace("\u2018", "'")
 
 
+#: "the Monday before July 24, 2023", "the weekend after 4 October": a day named relative to
+#: an explicit date, not to now.
+_ANCHORED = re.compile(
+    r"\b(?:the |on the )?(?P<d>monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)"
+    r" (?P<dir>before|after|following|preceding) ",
+    _FLAGS,
+)
+
+
+def _anchored_day(text: str, low: str, now: date) -> tuple[Window, str] | None:
+    """The window of a weekday or weekend named relative to an explicit date that follows it."""
+    m = _ANCHORED.search(low)
+    if m is None:
+        return None
+    anchor = parse_time_intent(text[m.end() :], now)
+    if anchor.window is None or not anchor.phrase:
+        return None
+    at = low.find(anchor.phrase.translate(_ASCII_LOWER), m.end())
+    if at != m.end() and low[m.end() : at].strip() not in ("", "the", "on"):
+        return None  # the date is not the anchor of this day ("the Monday before we met in May")
+    start, end = anchor.window
+    name = m.group("d")
+    before = m.group("dir") in ("before", "preceding")
+    if name == "weekend":
+        saturday = start - timedelta(days=(start.weekday() - 5) % 7 or 7) if before else (
+            end + timedelta(days=(5 - end.weekday()) % 7 or 7)
+        )
+        day, last = saturday, saturday + timedelta(days=1)
+    else:
+        target = _WEEKDAY_NUM[name]
+        day = (
+            start - timedelta(days=(start.weekday() - target) % 7 or 7)
+            if before
+            else end + timedelta(days=(target - end.weekday()) % 7 or 7)
+        )
+        last = day
+    # From the day to its anchor: an entry of the anchor date may be where the day is told of.
+    window = (day, end) if before else (start, last)
+    return window, text[m.start() : at + len(anchor.phrase)]
+
+
 def parse_time_intent(query: str, now: date) -> TimeIntent:
     """Read the time window, current-state markers and tense of a search query."""
     text = _normalise(query if isinstance(query, str) else str(query))
     low = text.translate(_ASCII_LOWER)
+    past_state = _PAST_STATE.search(low) is not None
+    anchored = _anchored_day(text, low, now)
+    if anchored is not None:
+        present = _PRESENT.search(low) is not None and _PAST.search(low) is None
+        return TimeIntent(False, present, anchored[0], anchored[1], past_state)
     present = _PRESENT.search(low) is not None and _PAST.search(low) is None
     blocked = bytearray(len(low))
     markers = list(_CURRENT.finditer(low))
@@ -948,11 +1006,11 @@ def parse_time_intent(query: str, now: date) -> TimeIntent:
     current = bool(markers) or state_today is not None
     if candidates:
         best = min(candidates, key=lambda c: ((c.window[1] - c.window[0]).days, c.rank, c.start))
-        return TimeIntent(current, present, best.window, best.phrase)
+        return TimeIntent(current, present, best.window, best.phrase, past_state)
     if markers:
         phrase: str | None = text[markers[0].start() : markers[0].end()]
     elif state_today is not None:
         phrase = text[state_today.pstart : state_today.end]
     else:
         phrase = None
-    return TimeIntent(current, present, None, phrase)
+    return TimeIntent(current, present, None, phrase, past_state)

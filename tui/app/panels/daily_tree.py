@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 from datetime import date
 
 from rich.text import Text
@@ -14,10 +16,16 @@ from textual.message import Message
 from textual.widgets import Markdown, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_source
 from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
 from tui.engine.workspace import MEMORY_DIR, date_for_path
+
+#: The month of logs without a date in their name.
+UNDATED = "undated"
+#: Lines of a log (or an entry) the view renders at most.
+VIEW_MAX_LINES = 150
 
 
 @dataclass(frozen=True)
@@ -31,12 +39,11 @@ class LogEntry:
 
 @dataclass(frozen=True)
 class DailyLogOutline:
-    """A daily log file, its date and its sections."""
+    """A daily log file, its date and its sections (not its text: that is read when shown)."""
 
     path: str
     day: date | None
-    text: str
-    entries: list[LogEntry] = field(default_factory=list)
+    entries: tuple[LogEntry, ...] = ()
 
     @property
     def label(self) -> str:
@@ -47,10 +54,42 @@ class DailyLogOutline:
         extra = stem.replace(self.day.isoformat(), "").strip(" -_")
         return f"{self.day.isoformat()} {self.day:%a}" + (f" · {extra}" if extra else "")
 
-    def section(self, entry: LogEntry) -> str:
-        """The Markdown of one entry."""
-        lines = self.text.splitlines()
-        return "\n".join(lines[entry.start_line - 1 : entry.end_line])
+    @property
+    def month(self) -> str:
+        """``2026-11`` (or :data:`UNDATED`): the tree's first level."""
+        return f"{self.day:%Y-%m}" if self.day else UNDATED
+
+
+def shown_text(text: str, max_lines: int) -> str:
+    """``text`` as the view renders it: at most ``max_lines`` lines (cut before a ``##`` entry
+    when one starts in the second half), a code fence left open closed, and a line saying how
+    much was left out.
+
+    Rendering Markdown mounts a widget per block on the UI thread: a 3,000-line log would
+    freeze the screen for seconds, and one reads a long log entry by entry anyway."""
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return text
+    cut = max_lines
+    in_fence = False
+    for number, line in enumerate(lines[:max_lines]):
+        if is_fence(line):
+            in_fence = not in_fence
+        elif not in_fence and number > max_lines // 2 and line.startswith("## "):
+            cut = number
+    kept = lines[:cut]
+    if sum(1 for line in kept if is_fence(line)) % 2:
+        kept.append("```")
+    return (
+        "\n".join(kept)
+        + f"\n\n*… {len(lines) - cut:,} more lines: select an entry in the tree to read it.*\n"
+    )
+
+
+def section_text(text: str, entry: LogEntry) -> str:
+    """The Markdown of one entry of a log whose text is ``text``."""
+    lines = text.splitlines()
+    return "\n".join(lines[entry.start_line - 1 : entry.end_line])
 
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -93,25 +132,37 @@ class _NodeRef:
     entry: LogEntry | None = None
 
 
-UNDATED = "undated"
-
 
 class DailyTree(EnginePanel):
     """Browses ``memory/`` daily logs by month and date; the selected log or entry is rendered.
 
-    :meth:`reload` re-reads the logs in a worker (called when flushes or edits change them);
-    expanded months and dates and the shown node survive a reload.
+    :meth:`reload` lists the logs in a worker (called when flushes or edits change them): each
+    log's outline (its ``##`` entries) is parsed once and kept while its size and mtime stay
+    the same, and no log's text is held. The tree is built lazily: a month's logs become nodes
+    when it is expanded, a log's entries when the log is, so a rebuild on the UI thread costs
+    the months and the open branches, not every log. The shown log is read in a worker.
+    Expanded months and dates and the shown node survive a reload.
     """
 
     @dataclass
     class Loaded(Message, bubble=False):
-        """Every daily log with its entries."""
+        """Every daily log with its entries, newest first."""
 
         logs: list[DailyLogOutline]
 
         def can_replace(self, message: Message) -> bool:
             """A fresher listing makes a pending one pointless."""
             return isinstance(message, type(self))
+
+    @dataclass
+    class ViewLoaded(Message, bubble=False):
+        """The text of the log ``path`` (shown whole, or the entry ``key``), read by a worker
+        for the view request ``generation``."""
+
+        generation: int
+        path: str
+        key: str
+        text: str
 
     HELP = """\
 ## Daily
@@ -150,7 +201,11 @@ New entries appear as flushes write them.
     ) -> None:
         super().__init__(engine, name=name, id=id, classes=classes)
         self.logs: list[DailyLogOutline] = []
+        self._by_month: dict[str, list[DailyLogOutline]] = {}
         self._shown: tuple[str, str] | None = None  # (log path, entry key or "") on display
+        self._view_generation = 0  # the latest read of the shown log; older ones are dropped
+        #: Outlines by path with the (size, mtime) they were parsed at (the worker's cache).
+        self._outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
 
     def compose(self) -> ComposeResult:
         tree: Tree[_NodeRef] = Tree("memory/", id="daily-tree")
@@ -164,7 +219,7 @@ New entries appear as flushes write them.
         self.reload()
 
     def reload(self) -> None:
-        """Re-read the daily logs from disk (in a worker) and rebuild the tree."""
+        """Re-list the daily logs (in a worker) and rebuild the tree."""
         self._load_logs()
 
     def index_changed(self, paths: list[str]) -> None:
@@ -174,47 +229,56 @@ New entries appear as flushes write them.
 
     @work(thread=True, exclusive=True, group="daily-logs", exit_on_error=False)
     def _load_logs(self) -> None:
-        logs = []
+        cached = self._outlines
+        outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
         for rel, path in self.engine.workspace.iter_memory_files():
             if not rel.startswith(MEMORY_DIR + "/"):
                 continue
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            stamp = (info.st_size, info.st_mtime_ns)
+            known = cached.get(rel)
+            if known is not None and known[0] == stamp:
+                outlines[rel] = known
+                continue
             text = path.read_text(encoding="utf-8", errors="replace")
-            logs.append(DailyLogOutline(rel, date_for_path(rel), text, outline_entries(text)))
+            outline = DailyLogOutline(rel, date_for_path(rel), tuple(outline_entries(text)))
+            outlines[rel] = (stamp, outline)
+            # Parsing many logs is pure Python: let the UI thread take the GIL in between.
+            time.sleep(0)
+        self._outlines = outlines
+        logs = [outline for _, outline in outlines.values()]
         logs.sort(key=lambda log: (log.day or date.min, log.path), reverse=True)
         self.post_message(self.Loaded(logs))
 
     @on(Loaded)
+    @while_attached
     def _rebuild(self, message: Loaded) -> None:
         first_load = not self.logs
         known = {log.path for log in self.logs}
         self.logs = message.logs
+        self._by_month = {}
+        for log in self.logs:
+            self._by_month.setdefault(log.month, []).append(log)
         tree = self.query_one("#daily-tree", Tree)
         expanded = {node.data.key for node in _walk(tree.root) if node.data and node.is_expanded}
         cursor = tree.cursor_node
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
-        tree.clear()
-        months: dict[str, TreeNode[_NodeRef]] = {}
-        for log in self.logs:
-            month = f"{log.day:%Y-%m}" if log.day else UNDATED
-            if month not in months:
-                label = f"{log.day:%Y-%m · %B %Y}" if log.day else "undated"
-                months[month] = tree.root.add(Text(label), _NodeRef("month", month))
-            log_node = months[month].add(Text(log.label), _NodeRef("log", log.path, log))
-            for entry in log.entries:
-                log_node.add_leaf(
-                    Text(f"{entry.title}  L{entry.start_line}"),
-                    _NodeRef("entry", f"{log.path}#L{entry.start_line}", log, entry),
-                )
-            if not log.entries:
-                log_node.allow_expand = False
         if self.logs and (first_load or self.logs[0].path not in known):
             # Open the newest log (at start-up, or when a flush has just started a new day).
             newest = self.logs[0]
-            expanded |= {next(iter(months)), newest.path}
+            expanded |= {newest.month, newest.path}
             if first_load:
                 self._shown = (newest.path, "")
-        for node in _walk(tree.root):
-            if node.data and node.data.key in expanded:
+        tree.clear()
+        for month, logs in self._by_month.items():
+            day = logs[0].day
+            label = f"{day:%Y-%m · %B %Y}" if day else "undated"
+            node = tree.root.add(Text(label), _NodeRef("month", month))
+            if month in expanded:
+                self._fill(node, expanded)
                 node.expand()
         # Keep the cursor where the user left it (a flush may reload the tree while they browse).
         for node in _walk(tree.root):
@@ -222,7 +286,32 @@ New entries appear as flushes write them.
                 # Line numbers exist once the tree has laid out its new nodes.
                 self.call_after_refresh(tree.move_cursor, node)
                 break
-        self._refresh_view()
+        self._show_selected()
+
+    def _fill(self, node: TreeNode[_NodeRef], expanded: set[str] | None = None) -> None:
+        """Give a month node its logs, or a log node its entries (once: nodes are made when
+        their parent is first expanded); open the ones in ``expanded``."""
+        ref = node.data
+        if ref is None or node.children:
+            return
+        if ref.kind == "month":
+            for log in self._by_month.get(ref.key, []):
+                child = node.add(Text(log.label), _NodeRef("log", log.path, log))
+                child.allow_expand = bool(log.entries)
+                if expanded is not None and log.path in expanded:
+                    self._fill(child)
+                    child.expand()
+        elif ref.kind == "log" and ref.log is not None:
+            log = ref.log
+            for entry in log.entries:
+                node.add_leaf(
+                    Text(f"{entry.title}  L{entry.start_line}"),
+                    _NodeRef("entry", f"{log.path}#L{entry.start_line}", log, entry),
+                )
+
+    @on(Tree.NodeExpanded, "#daily-tree")
+    def _node_expanded(self, event: Tree.NodeExpanded[_NodeRef]) -> None:
+        self._fill(event.node)
 
     @on(Tree.NodeSelected, "#daily-tree")
     def _node_selected(self, event: Tree.NodeSelected[_NodeRef]) -> None:
@@ -230,33 +319,53 @@ New entries appear as flushes write them.
         if ref is None or ref.log is None:
             return
         self._shown = (ref.log.path, ref.key if ref.kind == "entry" else "")
-        self._refresh_view()
+        self._show_selected()
 
-    def _refresh_view(self) -> None:
-        """Show the selected log or entry again, from the freshly loaded text."""
+    def _show_selected(self) -> None:
+        """Show the selected log or entry again: read it from disk in a worker."""
+        shown = self._shown
+        if shown is None or not any(log.path == shown[0] for log in self.logs):
+            title = self.query_one("#daily-title", Static)
+            title.update("no daily logs yet" if not self.logs else "select a date or an entry")
+            self.query_one("#daily-view", Markdown).update("")
+            return
+        self._view_generation += 1
+        self._read_log(self._view_generation, *shown)
+
+    # Not exclusive (a read is short, and cancelling it would not stop the thread): the
+    # generation keeps only the latest read.
+    @work(thread=True, group="daily-view", exit_on_error=False)
+    def _read_log(self, generation: int, path: str, key: str) -> None:
+        full = self.engine.workspace.root / path
+        try:
+            text = full.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            text = f"*could not read {path}: {exc.strerror or exc}*"
+        self.post_message(self.ViewLoaded(generation, path, key, text))
+
+    @on(ViewLoaded)
+    @while_attached
+    def _view_loaded(self, message: ViewLoaded) -> None:
+        if message.generation != self._view_generation:
+            return  # another node was selected, or the log re-read, meanwhile
         title = self.query_one("#daily-title", Static)
         view = self.query_one("#daily-view", Markdown)
-        log = next((log for log in self.logs if self._shown and log.path == self._shown[0]), None)
-        if log is None:
-            title.update("no daily logs yet" if not self.logs else "select a date or an entry")
-            view.update("")
-            return
-        entry = next(
-            (
-                e
-                for e in log.entries
-                if self._shown and f"{log.path}#L{e.start_line}" == self._shown[1]
-            ),
-            None,
-        )
+        log = next((log for log in self.logs if log.path == message.path), None)
+        entry = None
+        if log is not None and message.key:
+            entry = next(
+                (e for e in log.entries if f"{log.path}#L{e.start_line}" == message.key), None
+            )
         if entry is None:
-            title.update(Text(log.path, style="bold"))
-            view.update(log.text)
+            title.update(Text(message.path, style="bold"))
+            markdown = shown_text(message.text, VIEW_MAX_LINES)
         else:
             title.update(
                 Text(format_source(log.path, entry.start_line, entry.end_line), style="bold")
             )
-            view.update(log.section(entry))
+            markdown = shown_text(section_text(message.text, entry), VIEW_MAX_LINES)
+        if markdown != view.source:  # a reload of an unchanged log re-renders nothing
+            view.update(markdown)
 
 
 def _walk(node: TreeNode[_NodeRef]):

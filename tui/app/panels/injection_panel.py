@@ -15,6 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_score
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MemoryEngine
@@ -107,8 +108,15 @@ def describe_breakdown(result: dict[str, object]) -> Text:
         and neighbour > hybrid
         else "—"
     )
+    linked = b.get("linked")
+    update = f", linked {score('linked')}" if isinstance(linked, int | float) and linked > 0 else ""
+    superseded = b.get("superseded")
+    if isinstance(superseded, int | float) and superseded < 1:
+        update += f") · superseded {score('superseded')}"
+    else:
+        update += ")"
     line.append(
-        f"\n  relevance {score('relevance')} = max(hybrid {score('hybrid')}, near {near})"
+        f"\n  relevance {score('relevance')} = max(hybrid {score('hybrid')}, near {near}{update}"
         f" · recency {score('recency')} · window {score('time_window')}"
         f" · conf {b.get('confidence', '?')} {score('confidence_weight')}",
         style="dim",
@@ -254,6 +262,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
             self.post_message(self.Ready(draft, generation, injection))
 
     @on(Ready)
+    @while_attached
     def _show_injection(self, message: Ready) -> None:
         if message.generation != self._generation:
             return  # a newer draft is on its way

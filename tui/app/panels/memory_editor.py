@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from tui.app.messages import MemoryChanged
+from tui.app.messages import MemoryChanged, while_attached
 from tui.app.panels.base import EnginePanel
 from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
 from tui.engine.engine import MemoryEngine
@@ -239,6 +239,7 @@ entry's confidence and history.
     # -- results --
 
     @on(FileRead)
+    @while_attached
     def _file_read(self, message: FileRead) -> None:
         disk = message.state
         if self._saving:
@@ -258,6 +259,7 @@ entry's confidence and history.
         self._ask(while_saving=False)
 
     @on(SaveFinished)
+    @while_attached
     def _save_finished(self, message: SaveFinished) -> None:
         self._saving = False
         if self._recheck_after_save:

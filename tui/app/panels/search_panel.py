@@ -17,9 +17,10 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_score, format_source
 from tui.engine.engine import MemoryEngine
-from tui.engine.search import SearchResponse, SearchResult, score_formula
+from tui.engine.search import Breakdown, SearchResponse, SearchResult, score_formula
 from tui.engine.textsearch import query_terms
 from tui.engine.workspace import WorkspaceError
 
@@ -28,7 +29,9 @@ SEARCH_DEBOUNCE_S = 0.25
 #: Lines of file context shown above and below a selected chunk.
 CONTEXT_LINES = 3
 
-COLUMNS = ("score", "vector", "text (bm25)", "near", "recency", "window", "conf", "source")
+COLUMNS = (
+    "score", "vector", "text (bm25)", "near", "update", "recency", "window", "conf", "source"
+)
 
 
 def format_text_score(text: float, bm25: float | None) -> str:
@@ -51,6 +54,16 @@ def term_pattern(query: str) -> re.Pattern[str] | None:
     return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
+def format_update(b: Breakdown) -> str:
+    """The update-link cell: ``+.59`` (relevance lent by the entry this one changes) or
+    ``×.70`` (a newer entry changed this one); ``—`` when neither applies."""
+    if b.superseded < 1.0:
+        return f"×{format_score(b.superseded)}"
+    if b.linked > max(b.hybrid, b.neighbour):
+        return f"+{format_score(b.linked)}"
+    return "—"
+
+
 def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
     """The table cells of a result, in :data:`COLUMNS` order."""
     b = result.breakdown
@@ -60,6 +73,7 @@ def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
         format_score(b.vector),
         text,
         format_score(b.neighbour) if b.neighbour > b.hybrid else "—",
+        format_update(b),
         format_score(b.recency),
         format_score(b.time_window),
         b.confidence,
@@ -158,6 +172,7 @@ Type a query: results are ranked as the assistant would see them.
 | vector | cosine similarity (— while the embedding model loads) |
 | text (bm25) | share of the query's words matched, weighted by rarity (raw FTS5 bm25 rank) |
 | near | relevance lent by the daily-log entry next to a strong match (— when its own is higher) |
+| update | +: relevance lent by an older entry this one changes ("Switched from Vim to Zed" for "Uses Vim"), on a question about now or about before; ×: a newer entry changed this one |
 | recency | < 1 for older daily-log entries, only when the question asks about the present ("now", "do I use") |
 | window | < 1 for entries outside a time the question names ("yesterday", "in May 2023") |
 | conf | confidence of the entry |
@@ -286,6 +301,7 @@ How the score is computed:
             self.post_message(self.ResultsReady(generation, response, self.engine.model_loaded))
 
     @on(ResultsReady)
+    @while_attached
     def _show_results(self, message: ResultsReady) -> None:
         if message.generation != self._generation:
             return
@@ -354,6 +370,7 @@ How the score is computed:
             )
 
     @on(ContextReady)
+    @while_attached
     def _context_ready(self, message: ContextReady) -> None:
         self.query_one("#search-context-title", Static).update(Text(message.location, style="bold"))
         context = self.query_one("#search-context", Static)

@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel
 from tui.engine import usage
 from tui.engine.engine import MemoryEngine
@@ -187,6 +188,7 @@ last written and what happened. The log below records trigger and index events a
         self.post_message(self.Loaded(stats))
 
     @on(Loaded)
+    @while_attached
     def _stats_loaded(self, message: Loaded) -> None:
         self.stats = message.stats
         self._render_summary()

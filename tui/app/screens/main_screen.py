@@ -294,6 +294,11 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self._model_ready = threading.Event()
         self._trigger_stop = asyncio.Event()
         self._remove_listener: Callable[[], None] | None = None
+        #: Set once the main widgets are mounted over the engine (see :attr:`ready`).
+        self._started = False
+        #: True while :meth:`attach` mounts the main widgets.
+        self._attaching = False
+        self._after_attach: list[Callable[[], object]] = []
 
     @property
     def engine(self) -> ChatEngine:
@@ -304,8 +309,24 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @property
     def ready(self) -> bool:
-        """True once the sessions, chat and panels are mounted over an open engine."""
-        return self._engine is not None and bool(self.query("#memory-panels"))
+        """True once the sessions, chat and panels are mounted over an open engine (all of
+        them and their children, not merely added to the DOM)."""
+        return self._started
+
+    @property
+    def attaching(self) -> bool:
+        """True while the main widgets are being mounted over a newly opened engine."""
+        return self._attaching
+
+    def call_when_attached(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the main widgets are mounted (now, if no mount is under
+        way). The app's exit waits on this: removing widgets that are still mounting leaves
+        them without children (Textual skips mounting into a widget being removed), and their
+        own start-up code then finds nothing (``NoMatches``)."""
+        if self._attaching:
+            self._after_attach.append(callback)
+        else:
+            callback()
 
     # -- layout --
 
@@ -361,14 +382,22 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     async def attach(self, engine: ChatEngine) -> None:
         """The engine is open (after the first frame): mount the main widgets over it."""
         self._engine = engine
-        main = self.query_one("#main", Horizontal)
-        await main.remove_children()
-        await main.mount_all(self._main_widgets(engine))
-        self._start()
+        self._attaching = True
+        try:
+            main = self.query_one("#main", Horizontal)
+            await main.remove_children()
+            await main.mount_all(self._main_widgets(engine))
+            self._start()
+        finally:
+            self._attaching = False
+            waiting, self._after_attach = self._after_attach, []
+            for callback in waiting:
+                callback()
 
     def _start(self) -> None:
         """The engine and the main widgets are there: wire them up and start the background."""
         engine = self.engine
+        self._started = True
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
         engine.triggers.follow_active_session(lambda: self.active_session)
@@ -392,7 +421,10 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         return True
 
     def _start_background(self) -> None:
-        """After the first frame: index, model, watcher, triggers."""
+        """After the first frame: index, model, watcher, triggers (not when the app is
+        already closing)."""
+        if not self.is_running or not self.app.is_running:
+            return
         self._prepare_index()
         if self.load_model:
             self.memory_panels.set_model_state("loading")
@@ -468,12 +500,15 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     _sdk_import_started = False
 
     @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
-    def _import_llm_sdk(self) -> None:
-        """Import the ``openai`` SDK in a thread while the first message is typed, so that it
-        is there when the message is sent (the client would import it then, a second later).
-        Not at start-up: the SDK, httpx and pydantic cost ~20 MB that an app used only to
-        browse and search memory never needs."""
+    def _import_llm_sdk(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Import the ``openai`` SDK and make the chat client for the UI's ``loop`` in a thread
+        while the first message is typed, so that both are there when it is sent (the first
+        request would otherwise wait a second for the import and a tenth for the client's SSL
+        context). Not at start-up: the SDK, httpx and pydantic cost ~20 MB that an app used
+        only to browse and search memory never needs."""
         import openai  # noqa: F401
+
+        self.engine.llm.async_client(loop)
 
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
     async def _watch_workspace(self) -> None:
@@ -758,7 +793,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     def _draft_changed(self, event: Input.Changed) -> None:
         if not self._sdk_import_started and not self.engine.llm_problem:
             self._sdk_import_started = True  # the first keystroke: the SDK loads while they type
-            self._import_llm_sdk()
+            self._import_llm_sdk(asyncio.get_running_loop())
         panels = self.memory_panels
         panels.preview(event.value)
         if event.value.strip():

@@ -241,8 +241,9 @@ memory tools (shown inline; **Enter** on one expands it).
 
     @property
     def messages(self) -> list[ChatMessage]:
-        """The messages shown, oldest first."""
-        return list(self.log_view.query(ChatMessage))
+        """The messages shown, oldest first (children of the log: no walk through their
+        Markdown blocks)."""
+        return list(self.log_view.query_children(ChatMessage))
 
     # -- sessions --
 

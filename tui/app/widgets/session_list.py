@@ -14,6 +14,7 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from tui.app.messages import while_attached
 from tui.chat.sessions import SessionInfo, SessionStore
 
 #: Characters of a title shown before it is cut.
@@ -150,6 +151,7 @@ Your conversations, most recent first. The one marked ● is open.
         self.post_message(self.Loaded(self.sessions.list()))
 
     @on(Loaded)
+    @while_attached
     def _loaded(self, message: Loaded) -> None:
         self.infos = message.sessions
         self._render_options()
