@@ -1214,3 +1214,37 @@ def test_snapshot_layouts(
     server.enqueue(FakeOpenAI.text("You looked at hotels in **Alfama**, near the castle."))
     app = build_app(engine, engine.memory.workspace.root.parent)
     assert _layout_snapshot(snap_compare, app, size, keys)
+
+
+async def test_reloading_the_config_swaps_the_embedder_without_a_restart(
+    tmp_path: Path, server: FakeOpenAI, embedder: Embedder
+) -> None:
+    from tui.engine.remote_embeddings import RemoteEmbedder
+
+    config_file = tmp_path / "config.toml"
+    engine = build_engine(tmp_path, make_config(tmp_path, server), embedder)
+    app = build_app(engine, tmp_path, config_file=config_file)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            assert engine.memory.embedder is embedder
+            config_file.write_text(
+                f'[llm]\nbase_url = "{server.base_url}"\nmodel = "fake-model"\napi_key = "k"\n'
+                f'[embeddings]\nprovider = "openai"\nbase_url = "{server.base_url}"\n'
+                'model = "fake-embed"\ndimensions = 16\napi_key = "k"\n',
+                encoding="utf-8",
+            )
+            app.main_screen.action_reload_config()
+            memory = engine.memory
+            await wait_until(
+                pilot,
+                lambda: isinstance(memory.embedder, RemoteEmbedder)
+                and app.main_screen.header.progress == "",
+                "the swap",
+            )
+            assert memory.index.stored_fingerprint() == memory.index.fingerprint
+            assert memory.index.mirror.dims == 16 and memory.model_loaded
+            assert app.main_screen.header.model_state == "loaded"
+            assert memory.search("trip to Lisbon", now=NOW).mode == "hybrid"
+    finally:
+        await close_engine(engine)

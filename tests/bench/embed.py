@@ -257,10 +257,38 @@ def bench_entries_reindex(emb: Embedder, n_entries: int) -> None:
         )
 
 
+def bench_helper(emb: Embedder) -> None:
+    """The same model in the app's helper process: start time, query latency with the pipe
+    round trip, the helper's RSS, and whether its vectors equal the in-process ones."""
+    from tui.engine.embed_helper import HelperEmbedder
+
+    helper = HelperEmbedder(idle_exit=None)
+    try:
+        start = time.perf_counter()
+        helper.load()
+        print(
+            f"helper process: started and loaded in {time.perf_counter() - start:.2f} s, "
+            f"this process {rss_mb():.0f} MB, the helper {helper.helper_rss_mb():.0f} MB"
+        )
+        print("helper ", end="")
+        bench_query(helper)
+        texts = make_chunks(64)
+        same = bool((helper.embed(texts) == emb.embed(texts)).all())
+        print(f"helper vectors identical to in-process (64 chunks): {same}")
+        print(f"helper RSS after 64 chunks: {helper.helper_rss_mb():.0f} MB")
+    finally:
+        helper.close()
+
+
 def main() -> None:
-    """Run every section in order."""
+    """Run every section in order (``EMBED_BENCH=query,helper`` runs only those)."""
+    only = set(filter(None, os.environ.get("EMBED_BENCH", "").split(",")))
     emb = bench_load()
     bench_query(emb)
+    if not only or "helper" in only:
+        bench_helper(emb)
+    if only:
+        return
     bench_bulk(emb)
     bench_reindex(emb, int(os.environ.get("REINDEX_CHUNKS", "2000")))
     bench_entries_reindex(emb, int(os.environ.get("REINDEX_ENTRIES", "2000")))

@@ -22,7 +22,14 @@ Two runs:
   indexed BM25-only: the app before the embedding model loads.
 * **full** (the real start-up): first frame, engine open, model loaded, every chunk indexed
   and embedded, then ``--searches`` hybrid searches (query embedding included), each in a
-  thread worker as the app's panels run them, then idle.
+  thread worker as the app's panels run them, then idle; then the embedding helper's idle exit
+  (``--idle-exit`` seconds, 60 in the app) and the first search after it (which restarts it).
+
+The app is opened as ``memdeck`` opens it (``tui.app.main.open_engine``): the local model runs
+in a helper process (``[embeddings] process = "auto"``). The helper is measured too, on its own
+line under each stage where it runs (its ``VmRSS`` and its peak since it started), with the sum
+of the app and the helper: the targets bound the app's own process, and the helper's memory is
+there only while it runs.
 
 ``MEMBENCH_TRIM=1`` adds a diagnostic: the RSS after ``malloc_trim(0)`` at each stage (memory
 freed but still held by the C allocator).
@@ -183,23 +190,42 @@ async def _wait(condition, what: str, timeout: float = 900.0) -> None:
         await asyncio.sleep(0.05)
 
 
-def measure(root: Path, mode: str, expected: int, searches: int) -> None:
+def _helper_figures(app: object) -> dict[str, object]:
+    """RSS and peak of the embedding helper process, when the app runs one right now."""
+    engine = getattr(app, "opened_engine", None)
+    embedder = engine.memory.embedder if engine is not None else None
+    pid = getattr(embedder, "helper_pid", None)
+    if pid is None:
+        return {}
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    figures = {}
+    for line in status:
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            figures[key] = round(int(value.split()[0]) / 1024)
+    return {"helper_rss": figures.get("VmRSS"), "helper_peak": figures.get("VmHWM")}
+
+
+def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: float) -> None:
     """Run the app over ``root`` and print one JSON line per stage (this process only)."""
     _report("start")
     sys.path.insert(0, str(ROOT))
     # What the `memdeck` console script imports before it opens the app.
-    import tui.chat.cli  # noqa: F401
     import tui.cli  # noqa: F401
     from tui.app.app import MemdeckApp
-    from tui.chat.chat import ChatEngine
+    from tui.app.main import open_engine
     from tui.chat.config import load_config
 
     config_file = root.parent / "config.toml"
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MEMDECK_MODEL": "bench"}
-    config = load_config(config_file, env=env, overrides={"max_retries": 0})
+    overrides = {"max_retries": 0, "embeddings_idle_exit": idle_exit}
+    config = load_config(config_file, env=env, overrides=overrides)
     app = MemdeckApp(
         config=config,
-        open_engine=lambda: ChatEngine.open(config, workspace=root, create=False),
+        open_engine=lambda: open_engine(config, root),  # as `memdeck` opens it
         config_file=config_file,
         load_model=mode == "full",
     )
@@ -223,9 +249,9 @@ def measure(root: Path, mode: str, expected: int, searches: int) -> None:
                 await asyncio.sleep(1.0)
                 _report("engine open, index synced (no model)")
                 return
-            _report("peak while indexing (engine open, model, sync)")
+            _report("peak while indexing (engine open, model, sync)", **_helper_figures(app))
             await asyncio.sleep(1.0)
-            _report("model loaded, everything indexed (idle)")
+            _report("model loaded, everything indexed (idle)", **_helper_figures(app))
             memory = app.engine.memory
             times = []
             for i in range(searches):
@@ -246,7 +272,19 @@ def measure(root: Path, mode: str, expected: int, searches: int) -> None:
                 "after searches (idle)",
                 search_p50_ms=round(statistics.median(times), 1),
                 embed_query_p50_ms=round(statistics.median(query_ms), 1),
+                **_helper_figures(app),
             )
+            if getattr(memory.embedder, "helper_pid", None) is not None:
+                await _wait(lambda: memory.embedder.helper_pid is None, "the helper's idle exit")
+                await asyncio.sleep(0.5)
+                _report(f"after the helper's idle exit ({idle_exit:g} s)")
+                start = time.perf_counter()
+                await asyncio.to_thread(memory.search, QUERIES[0])
+                _report(
+                    "first search after the idle exit",
+                    search_ms=round((time.perf_counter() - start) * 1000),
+                    **_helper_figures(app),
+                )
 
     asyncio.run(run())
 
@@ -254,7 +292,7 @@ def measure(root: Path, mode: str, expected: int, searches: int) -> None:
 # --------------------------------------------------------------------------- driver
 
 
-def _run_child(root: Path, mode: str, expected: int, searches: int) -> list[dict]:
+def _run_child(root: Path, mode: str, expected: int, searches: int, idle_exit: float) -> list[dict]:
     cmd = [
         sys.executable,
         __file__,
@@ -266,6 +304,8 @@ def _run_child(root: Path, mode: str, expected: int, searches: int) -> list[dict
         str(expected),
         "--searches",
         str(searches),
+        "--idle-exit",
+        str(idle_exit),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -282,12 +322,18 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--keep", action="store_true", help="keep the temp workspace")
     parser.add_argument("--modes", default="lazy,full", help="runs to measure (lazy,full)")
+    parser.add_argument(
+        "--idle-exit",
+        type=float,
+        default=10.0,
+        help="seconds before the idle embedding helper exits (the app's default is 60)",
+    )
     parser.add_argument("--child", choices=("lazy", "full"), help=argparse.SUPPRESS)
     parser.add_argument("--workspace", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        measure(args.workspace, args.child, args.expected, args.searches)
+        measure(args.workspace, args.child, args.expected, args.searches, args.idle_exit)
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="memdeck-membench-"))
@@ -309,7 +355,7 @@ def main() -> None:
                 for suffix in ("-wal", "-shm"):
                     Path(str(index_db) + suffix).unlink(missing_ok=True)
                 shutil.copy(pristine, index_db)
-            for row in _run_child(root, mode, expected, args.searches):
+            for row in _run_child(root, mode, expected, args.searches, args.idle_exit):
                 label = f"{mode}: {row['stage']}"
                 target = TARGETS.get(label)
                 shown = ""
@@ -317,10 +363,17 @@ def main() -> None:
                     value = row[target[1]]
                     verdict = "met" if value <= target[0] else "NOT met"
                     shown = f"<= {target[0]} MB {target[1]}: {verdict}"
+                helper = (row.pop("helper_rss", None), row.pop("helper_peak", None))
                 extra = {k: v for k, v in row.items() if k not in ("stage", "rss", "peak")}
                 if extra:
                     shown += "  " + " ".join(f"{k}={v}" for k, v in extra.items())
                 print(f"{label:<58} {row['rss']:>7.0f} {row['peak']:>8.0f}  {shown}")
+                if helper[0] is not None:
+                    both = f"app + helper: {row['rss'] + helper[0]:.0f} MB"
+                    print(
+                        f"{'  + embedding helper process (no target of its own)':<58} "
+                        f"{helper[0]:>7.0f} {helper[1]:>8.0f}  {both}"
+                    )
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if args.keep:

@@ -107,3 +107,46 @@ def test_unknown_model_without_dimensions_is_a_config_error(tmp_path):
     )
     with pytest.raises(ConfigError, match="dimensions"):
         ChatEngine.open(load_config(path, env={}), workspace=tmp_path / "ws")
+
+
+def test_where_the_local_model_runs(tmp_path):
+    from tui.engine.embed_helper import HelperEmbedder
+
+    config = load_config(tmp_path / "none.toml", env={})
+    assert config.embeddings.process == "auto"
+    assert type(config.embeddings.embedder()) is Embedder  # commands: in their own process
+    app = config.embeddings.embedder(resident=True)  # the app: in a helper that exits idle
+    assert isinstance(app, HelperEmbedder) and app.idle_exit == 60.0
+    path = write(tmp_path, '[embeddings]\nprocess = "inline"\nidle_exit = 5\n')
+    assert type(load_config(path, env={}).embeddings.embedder(resident=True)) is Embedder
+    path = write(tmp_path, '[embeddings]\nprocess = "helper"\nidle_exit = 5\n')
+    helper = load_config(path, env={}).embeddings.embedder()
+    assert isinstance(helper, HelperEmbedder) and helper.idle_exit == 5.0
+    path = write(tmp_path, '[embeddings]\nprocess = "elsewhere"\n')
+    with pytest.raises(ConfigError, match="process must be"):
+        ChatEngine.open(load_config(path, env={}), workspace=tmp_path / "ws")
+
+
+def test_reconfigure_swaps_the_embedder_without_a_restart(tmp_path, fake_openai: FakeOpenAI):
+    (tmp_path / "ws" / "memory").mkdir(parents=True)
+    (tmp_path / "ws" / "MEMORY.md").write_text("# Memory\n\n- The cat is Miso.\n", "utf-8")
+    local = load_config(tmp_path / "none.toml", env={})
+    engine = ChatEngine.open(local, workspace=tmp_path / "ws")
+    try:
+        engine.memory.sync()
+        assert type(engine.memory.embedder) is Embedder
+        engine.reconfigure(local)  # nothing changed: the same embedder
+        assert type(engine.memory.embedder) is Embedder
+        path = write(
+            tmp_path,
+            f'[embeddings]\nprovider = "openai"\nbase_url = "{fake_openai.base_url}"\n'
+            'model = "fake-embed"\ndimensions = 16\napi_key = "k"\n',
+        )
+        engine.reconfigure(load_config(path, env={}))
+        memory = engine.memory
+        assert isinstance(memory.embedder, RemoteEmbedder)
+        assert memory.index.stored_fingerprint() == memory.index.fingerprint
+        assert memory.index.mirror.dims == 16
+        assert memory.search("cat").results
+    finally:
+        engine.close()

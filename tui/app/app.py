@@ -307,6 +307,11 @@ class MemdeckApp(App[int]):
             main.action_reindex,
         )
         yield SystemCommand(
+            "Reload config",
+            "Apply config.toml again without a restart ([embeddings] swaps the model)",
+            main.action_reload_config,
+        )
+        yield SystemCommand(
             "Consolidate memory",
             "Fold recent daily logs into MEMORY.md: the model proposes, you review the diff",
             main.action_consolidate,

@@ -51,4 +51,4 @@ def open_engine(config: Config, workspace: Path | None) -> ChatEngine:
     """The chat engine over ``workspace`` (imported here: it pulls numpy and the tokenizer)."""
     from tui.chat.chat import ChatEngine
 
-    return ChatEngine.open(config, workspace=workspace)
+    return ChatEngine.open(config, workspace=workspace, resident=True)

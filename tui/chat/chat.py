@@ -24,6 +24,7 @@ from typing import Any
 
 from ..engine.embeddings import count_tokens_batch
 from ..engine.engine import MemoryEngine
+from ..engine.index import SyncReport
 from ..engine.inject import Injection
 from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
@@ -138,26 +139,41 @@ class ChatEngine:
         *,
         workspace: Path | str | None = None,
         create: bool = True,
+        resident: bool = False,
     ) -> ChatEngine:
         """An engine for ``workspace`` (else the config's, else the default), index not synced yet.
 
+        ``resident``: the engine serves a long-running app, where the local embedding model
+        runs in a helper process that exits when idle (``[embeddings] process = "auto"``).
         Call ``engine.memory.sync()`` (and ``load_model()``) from a worker before relying on search.
         """
         config = config or load_config()
         root = workspace if workspace is not None else config.memory.workspace
         memory = MemoryEngine(
             Workspace.open(root, create=create),
-            embedder=embedder_for(config),
+            embedder=embedder_for(config, resident=resident),
             search_options=config.memory.search_options(),
             injection_options=config.memory.injection_options(),
         )
-        return cls(config, memory)
+        engine = cls(config, memory)
+        engine.resident = resident
+        return engine
 
-    def reconfigure(self, config: Config) -> None:
+    #: Whether this engine serves a long-running app (see :meth:`open`).
+    resident = False
+
+    def reconfigure(self, config: Config) -> SyncReport | None:
         """Apply a changed :class:`Config` (settings edited in the UI) to every part.
 
-        The workspace stays the same: a different ``workspace`` needs a new engine.
+        The workspace stays the same: a different ``workspace`` needs a new engine. A changed
+        ``[embeddings]`` section swaps the embedder (:meth:`MemoryEngine.set_embedder`): when
+        the vectors differ the index is rebuilt first (blocking: call this from a worker), and
+        searches keep using the old index until the new one replaces it. Returns what that
+        rebuild did (None when ``[embeddings]`` did not change).
         """
+        swapped = None
+        if config.embeddings != self.config.embeddings:
+            swapped = self.memory.set_embedder(embedder_for(config, resident=self.resident))
         self.config = config
         self.llm.close()
         self.llm = LLMClient(config.llm, config_file=config.source)
@@ -169,6 +185,7 @@ class ChatEngine:
         self.memory.search_options = config.memory.search_options()
         self.memory.injection_options = config.memory.injection_options()
         self.triggers.configure(config.triggers)
+        return swapped
 
     def close(self) -> None:
         """Release the index connections and the HTTP client."""

@@ -22,6 +22,8 @@ provider = "openai"                      # "local" | "openai" (any OpenAI-compat
 base_url = "http://localhost:11434/v1"   # omit for OpenAI
 model = "nomic-embed-text"
 dimensions = 768                         # needed for models memdeck does not know
+# process = "auto"                       # local model: "helper" | "inline" | "auto" (helper in the app)
+# idle_exit = 60                         # seconds before an idle helper process exits
 
 [ui]
 theme = "memdeck-dark"
@@ -333,6 +335,14 @@ class EmbeddingSettings:
         None, "Vector width (needed for models memdeck does not know).", range=(1, 65_536)
     )
     batch_size: int = setting(64, "Texts per embeddings request.", range=(1, 2048))
+    process: str = setting(
+        "auto",
+        'Where the local model runs: "helper" (a process that exits when idle), "inline" '
+        '(in memdeck\'s own process) or "auto" (helper in the app, inline in commands).',
+    )
+    idle_exit: float = setting(
+        60.0, "Seconds without embeddings before the helper process exits.", range=(1, 86_400)
+    )
     api_key_source: str | None = resolved("Where the embeddings api_key came from.")
 
     @property
@@ -347,20 +357,32 @@ class EmbeddingSettings:
         """None when the settings can work; else what is wrong, in one line."""
         if self.provider not in ("local", "openai"):
             return f'[embeddings] provider must be "local" or "openai", not {self.provider!r}'
+        if self.process not in ("auto", "helper", "inline"):
+            return (
+                f'[embeddings] process must be "auto", "helper" or "inline", not {self.process!r}'
+            )
         if self.provider == "openai" and is_openai_url(self.base_url) and not self.api_key:
             return "[embeddings] uses OpenAI but no key is set (OPENAI_API_KEY or api_key)"
         return None
 
-    def embedder(self, *, timeout: float = 30.0, max_retries: int = 3) -> Any:
-        """The embedder these settings ask for: ``Embedder()`` or a ``RemoteEmbedder``.
+    def embedder(
+        self, *, timeout: float = 30.0, max_retries: int = 3, resident: bool = False
+    ) -> Any:
+        """The embedder these settings ask for: ``Embedder()``, a ``HelperEmbedder`` (the local
+        model in a helper process) or a ``RemoteEmbedder``. ``resident``: for a process that
+        stays up (the app), where ``process = "auto"`` means the helper.
         Raises ``EmbeddingError`` (a remote model of unknown width) or ``ValueError``."""
-        if self.provider == "local":
-            from ..engine.embeddings import Embedder
-
-            return Embedder()
         problem = self.problem()
         if problem:
             raise ValueError(problem)
+        if self.provider == "local":
+            if self.process == "helper" or (self.process == "auto" and resident):
+                from ..engine.embed_helper import HelperEmbedder
+
+                return HelperEmbedder(idle_exit=self.idle_exit)
+            from ..engine.embeddings import Embedder
+
+            return Embedder()
         from ..engine.remote_embeddings import RemoteEmbedder
 
         return RemoteEmbedder(
@@ -679,10 +701,13 @@ def check_setting(name: str, value: Any, label: str | None = None) -> Any:
 _INVALID = object()
 
 
-def embedder_for(config: Config) -> Any:
-    """The embedder ``config`` asks for (``[embeddings]``); a ConfigError when it cannot be built."""
+def embedder_for(config: Config, *, resident: bool = False) -> Any:
+    """The embedder ``config`` asks for (``[embeddings]``; ``resident`` for the app, see
+    :meth:`EmbeddingSettings.embedder`); a ConfigError when it cannot be built."""
     try:
-        return config.embeddings.embedder(timeout=min(config.request_timeout, 60.0))
+        return config.embeddings.embedder(
+            timeout=min(config.request_timeout, 60.0), resident=resident
+        )
     except ValueError as exc:  # EmbeddingError is not one: imported lazily below
         raise ConfigError(str(exc), config.source) from exc
     except Exception as exc:

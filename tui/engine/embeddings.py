@@ -424,10 +424,13 @@ class Embedder:
                 return
             counter = _tokenizer(self.spec, self.cache_dir, "count")
             self._pad_id = _pad_ids[(self.spec, self.cache_dir)]
-            path = _onnx_file(self.spec, self.cache_dir)
-            session = self._create_session(path)
-            self._counter = counter
-            self._session = session
+            self._counter = counter  # before the session: ``loaded`` means both are there
+            self.load_session()
+
+    def load_session(self) -> None:
+        """Load the ONNX session alone (no tokenizer): what the helper process needs."""
+        path = _onnx_file(self.spec, self.cache_dir)
+        self._session = self._create_session(path)
         release_free_memory()  # constant folding and the model file leave ~100 MB freed
 
     def _create_session(self, path: Path) -> Any:
@@ -551,7 +554,11 @@ class Embedder:
         return ids, mask, types
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        ids, mask, types = self._encode(texts)
+        return self._run(*self._encode(texts))
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """Unit vectors of one encoded batch (``(n, width)`` int64 arrays): the model, then mean
+        pooling over the mask and L2 normalisation. The helper process runs exactly this."""
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = types

@@ -54,27 +54,74 @@ class MemoryEngine:
         self.workspace = (
             workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
         )
-        self.embedder = embedder or Embedder()
-        if getattr(self.embedder, "remote", False) and self.embedder.usage is None:
+        embedder = embedder or Embedder()
+        self._record_usage(embedder)
+        self.search_options = search_options
+        self.injection_options = injection_options
+        self.store = MemoryStore(self.workspace)
+        self.index = MemoryIndex(
+            self.workspace,
+            embedder,
+            count_tokens_batch,
+            chunk_params,
+            cache_max_entries=cache_max_entries,
+        )
+        self._model_lock = threading.Lock()
+
+    @property
+    def embedder(self) -> Embedder | RemoteEmbedder:
+        """The embedder in use: the index's, so that both change together (see
+        :meth:`set_embedder`)."""
+        return self.index.embedder  # type: ignore[return-value]
+
+    def _record_usage(self, embedder: Embedder | RemoteEmbedder) -> None:
+        """A remote embedder records its tokens in the workspace's usage ledger."""
+        if getattr(embedder, "remote", False) and embedder.usage is None:  # type: ignore[union-attr]
             root = self.workspace.root
-            self.embedder.usage = lambda model, tokens: usage.record(
+            embedder.usage = lambda model, tokens: usage.record(  # type: ignore[union-attr]
                 root,
                 purpose="embedding",
                 model=model,
                 prompt_tokens=tokens,
                 completion_tokens=None if tokens is None else 0,
             )
-        self.search_options = search_options
-        self.injection_options = injection_options
-        self.store = MemoryStore(self.workspace)
-        self.index = MemoryIndex(
-            self.workspace,
-            self.embedder,
-            count_tokens_batch,
-            chunk_params,
-            cache_max_entries=cache_max_entries,
-        )
-        self._model_lock = threading.Lock()
+
+    def set_embedder(
+        self, embedder: Embedder | RemoteEmbedder, *, progress: Progress | None = None
+    ) -> SyncReport:
+        """Use ``embedder`` from now on, without reopening the engine (the ``[embeddings]``
+        config changed); blocking, so call it from a worker. The old embedder is closed.
+
+        The same fingerprint (the same model run another way, e.g. in a helper process) swaps
+        at once. Another model rebuilds the index with it into a temporary file (the
+        fingerprint rule): searches keep using the old model and index until the new index
+        replaces them in one step. A remote embedder that fails meanwhile leaves an index
+        without vectors (BM25 only until it answers, said in the report's warnings).
+        """
+        self._record_usage(embedder)
+        old = self.embedder
+        remote = getattr(embedder, "remote", False)
+        with self._model_lock:
+            try:
+                if old.loaded:  # the app had loaded the old model: load the new one first
+                    embedder.load()
+                if embedder.fingerprint == old.fingerprint:
+                    self.index.embedder = embedder
+                    report = SyncReport()
+                else:
+                    report = self.index.rebuild(
+                        embed=old.loaded or remote, progress=progress, embedder=embedder
+                    )
+            except EmbeddingError as exc:
+                if not remote:
+                    raise
+                report = self.index.rebuild(embed=False, progress=progress, embedder=embedder)
+                report.warnings.append(f"{exc}: BM25 only until it answers")
+        if old is not embedder:
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+        return report
 
     @property
     def notices(self) -> list[str]:
@@ -204,6 +251,8 @@ class MemoryEngine:
             except EmbeddingError:
                 if not getattr(self.embedder, "remote", False):
                     raise
+        if query_vector is not None and len(query_vector) != self.index.mirror.dims:
+            query_vector = None  # the embedder was swapped for another model meanwhile
         response = search(self.index, query, query_vector, opts, now=now, intent=intent)
         problem = getattr(self.embedder, "problem", None)
         if query_vector is None and problem:
@@ -252,4 +301,8 @@ class MemoryEngine:
         return stats
 
     def close(self) -> None:
+        """Close the index and stop the embedder's helper process, if it has one."""
         self.index.close()
+        close = getattr(self.embedder, "close", None)
+        if close is not None:
+            close()

@@ -742,12 +742,20 @@ class MemoryIndex:
 
     # -- rebuild --
 
-    def rebuild(self, *, embed: bool = True, progress: Progress | None = None) -> SyncReport:
+    def rebuild(
+        self,
+        *,
+        embed: bool = True,
+        progress: Progress | None = None,
+        embedder: EmbedderLike | None = None,
+    ) -> SyncReport:
         """Rebuild from the Markdown files into a temporary database, then swap it in.
 
         Vectors are reused through the embedding cache when the model did not change. A crash
         half-way leaves the old index in place and usable. The new file's ``generation`` is one
         more than the old one's; other engines on the same file notice the swap and reopen.
+        ``embedder``: build with this one instead, and use it from the swap on (until then,
+        searches use the old embedder and index).
         """
         self.refresh()
         tmp_path = self.path.with_name(
@@ -758,7 +766,7 @@ class MemoryIndex:
                 os.unlink(str(tmp_path) + suffix)
         fresh = MemoryIndex(
             self.workspace,
-            self.embedder,
+            embedder or self.embedder,
             self.count_tokens,
             self.params,
             path=tmp_path,
@@ -785,6 +793,8 @@ class MemoryIndex:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(str(self.path) + suffix)
                 os.replace(tmp_path, self.path)
+                if embedder is not None:
+                    self.embedder = embedder
                 self._writer = self._open_or_recover()
                 self._after_reopen()
         finally:

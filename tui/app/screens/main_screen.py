@@ -229,6 +229,14 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         stats: dict[str, object] = field(default_factory=dict)
 
     @dataclass
+    class ConfigReloaded(Message):
+        """config.toml was read again and applied (``report``: the index rebuild of a changed
+        ``[embeddings]``, else None)."""
+
+        config: Config
+        report: SyncReport | None = None
+
+    @dataclass
     class ModelLoadFinished(Message):
         """The embedding model finished loading (``error`` set when it failed)."""
 
@@ -423,8 +431,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self._load_model()
         else:
             self._model_ready.set()
-        if not self.engine.llm_problem:
-            self._import_llm_sdk(asyncio.get_running_loop())
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
@@ -490,11 +496,16 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         finally:
             self._model_ready.set()
 
+    #: Whether the first keystroke of a draft has started :meth:`_import_llm_sdk`.
+    _sdk_import_started = False
+
     @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
     def _import_llm_sdk(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Import the ``openai`` SDK and make the chat client for the UI's ``loop`` now, in a
-        thread: the first request would otherwise freeze the screen (about a second for the
-        import, a tenth for the client's SSL context)."""
+        """Import the ``openai`` SDK and make the chat client for the UI's ``loop`` in a thread
+        while the first message is typed, so that both are there when it is sent (the first
+        request would otherwise wait a second for the import and a tenth for the client's SSL
+        context). Not at start-up: the SDK, httpx and pydantic cost ~20 MB that an app used
+        only to browse and search memory never needs."""
         import openai  # noqa: F401
 
         self.engine.llm.async_client(loop)
@@ -780,6 +791,9 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     @on(Input.Changed, "#chat-input")
     def _draft_changed(self, event: Input.Changed) -> None:
+        if not self._sdk_import_started and not self.engine.llm_problem:
+            self._sdk_import_started = True  # the first keystroke: the SDK loads while they type
+            self._import_llm_sdk(asyncio.get_running_loop())
         panels = self.memory_panels
         panels.preview(event.value)
         if event.value.strip():
@@ -908,6 +922,48 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.post_message(self.IndexSynced("reindex", error=str(exc)))
             return
         self.post_message(self.IndexSynced("reindex", report))
+
+    def action_reload_config(self) -> None:
+        """Re-read config.toml and apply it without a restart; a changed ``[embeddings]``
+        swaps the embedder (rebuilding the index in the background when the model changed)."""
+        if self.chat_pane.busy:
+            self.notify("reload the config once the answer is done", severity="warning")
+            return
+        self.header.progress = "reloading config…"
+        self._reload_config()
+
+    @work(thread=True, exclusive=True, group="reindex", exit_on_error=False)
+    def _reload_config(self) -> None:
+        from tui.chat.config import load_config
+
+        try:
+            config = load_config(self.config_file)
+            report = self.engine.reconfigure(config)
+        except Exception as exc:
+            self.post_message(self.IndexSynced("config reload", error=str(exc)))
+            return
+        self.post_message(self.ConfigReloaded(config, report))
+
+    @on(ConfigReloaded)
+    def _config_reloaded(self, message: ConfigReloaded) -> None:
+        from tui.app.panels.memory_panels import describe_sync
+
+        config = message.config
+        self.config = config
+        self.header.model = config.effective_model or ""
+        self.header.progress = ""
+        note = "config reloaded (keys and theme apply at the next start)"
+        if message.report is not None:
+            memory = self.engine.memory
+            note += f"; embeddings: {memory.embedder.spec.name}, {describe_sync(message.report)}"
+            for warning in message.report.warnings:
+                self.notify(warning, title="embeddings", severity="warning")
+            state = "loaded" if memory.model_loaded else "none"
+            self.header.model_state = state
+            self.memory_panels.set_model_state(state)
+        self.memory_panels.log_event(note)
+        self.notify(note, title="config")
+        self.post_message(MemoryChanged([]))
 
     def action_consolidate(self) -> None:
         """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""

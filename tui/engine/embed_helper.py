@@ -1,0 +1,399 @@
+"""The local embedding model in a helper process that starts on demand and exits when idle.
+
+The ONNX session (onnxruntime, the model's weights, the activations of a batch) costs the app
+~100 MB resident for as long as it runs, though a chat app embeds in short bursts: a query
+per search, a few chunks per edit. :class:`HelperEmbedder` keeps the tokenizer in the app
+(it counts tokens for the chunker anyway) and runs the model in a child process
+(``python -m tui.engine.embed_helper``) started at the first embedding and stopped after
+``idle_exit`` seconds without work; the next embedding starts it again (about a second).
+
+The parent tokenises and batches exactly as :class:`~tui.engine.embeddings.Embedder` does
+and sends each batch's token ids; the child runs :meth:`Embedder._run` on them, so vectors are
+bit-identical to the in-process path and the fingerprint is the same (no rebuild when
+switching). The pipe protocol is binary frames on the child's stdin/stdout:
+
+- parent -> child: ``b"B" <u32 rows> <u32 width>`` then ids, attention mask and type ids, each
+  ``rows x width`` int32;
+- child -> parent: ``b"R" <u32 dims>`` once the model is loaded, ``b"V" <u32 rows> <u32 dims>``
+  then float32 vectors, or ``b"E" <u32 length>`` then a UTF-8 error message.
+
+The child exits when its stdin closes: when the parent stops it, and when the parent dies
+(even killed), so nothing outlives the app. A child that dies mid-request is restarted once;
+if the restart dies too, :class:`EmbeddingError` says so with the tail of its stderr.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .embeddings import DEFAULT_MODEL, Embedder, EmbeddingError, ModelSpec, _pad_ids, _tokenizer
+from .heap import release_free_memory
+
+__all__ = ["DEFAULT_IDLE_EXIT", "HelperEmbedder"]
+
+#: Seconds without an embedding after which the helper process exits.
+DEFAULT_IDLE_EXIT = 60.0
+#: After a batch of at least this many padded tokens, the helper calls ``malloc_trim`` once no
+#: request has come for ``TRIM_PAUSE`` seconds (the end of a burst, not between its batches).
+TRIM_AFTER_TOKENS = 256
+TRIM_PAUSE = 0.2
+#: How long a stopping helper gets to exit before it is killed.
+STOP_TIMEOUT = 2.0
+_U32 = struct.Struct("<I")
+_U32x2 = struct.Struct("<II")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding ``tui/``
+
+
+class _HelperGone(Exception):
+    """The helper closed its pipe (exited or was killed)."""
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    parts: list[bytes] = []
+    while size:
+        data = stream.read(size)
+        if not data:
+            raise _HelperGone("the pipe closed")
+        parts.append(data)
+        size -= len(data)
+    return b"".join(parts)
+
+
+def _write_frame(stream: IO[bytes], kind: bytes, *parts: bytes) -> None:
+    stream.write(kind + b"".join(parts))
+    stream.flush()
+
+
+def _error_frame(message: str) -> tuple[bytes, bytes, bytes]:
+    data = message.encode("utf-8", "replace")
+    return b"E", _U32.pack(len(data)), data
+
+
+# --------------------------------------------------------------------------- parent
+
+
+_live: weakref.WeakSet[HelperEmbedder] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop every helper at interpreter exit (a killed parent closes the pipe instead)."""
+    for embedder in list(_live):
+        embedder.close()
+
+
+class HelperEmbedder(Embedder):
+    """An :class:`Embedder` whose model runs in a helper process (same vectors, same
+    fingerprint). Thread-safe: batches of concurrent callers interleave on the one pipe, so a
+    search's query waits for at most one batch of an indexing run.
+
+    ``loaded`` becomes true once the helper has loaded the model; it stays true while the
+    helper is stopped for idleness (the next embedding restarts it).
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec = DEFAULT_MODEL,
+        cache_dir: Path | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+        max_batch_tokens: int | None = 512,
+        *,
+        idle_exit: float | None = DEFAULT_IDLE_EXIT,
+    ) -> None:
+        """``idle_exit``: seconds without work before the helper exits (``None``: never)."""
+        super().__init__(spec, cache_dir, batch_size, threads, max_batch_tokens)
+        self.idle_exit = idle_exit
+        self._ready = False
+        self._io_lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._last_used = 0.0
+        self._reaper: threading.Thread | None = None
+        self._closing = threading.Event()
+        #: How many helper processes have been started (one more after each idle exit).
+        self.starts = 0
+        _live.add(self)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has loaded (in a helper that may since have exited idle)."""
+        return self._ready
+
+    @property
+    def helper_pid(self) -> int | None:
+        """The running helper's process id, or None when none runs."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def helper_rss_mb(self) -> float | None:
+        """The running helper's resident memory in MB (Linux ``/proc``), or None."""
+        pid = self.helper_pid
+        if pid is None:
+            return None
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def load(self) -> None:
+        """Load the tokenizer here and the model in a (new) helper; idempotent, thread-safe."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            self._counter = _tokenizer(self.spec, self.cache_dir, "count")
+            self._pad_id = _pad_ids[(self.spec, self.cache_dir)]
+            with self._io_lock:
+                if self._proc is None:
+                    self._start()
+                self._touch()
+            self._ready = True
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        rows, width = ids.shape
+        payload = [
+            _U32x2.pack(rows, width),
+            *(np.ascontiguousarray(a, dtype=np.int32).tobytes() for a in (ids, mask, types)),
+        ]
+        with self._io_lock:
+            for attempt in (1, 2):
+                if self._proc is None:
+                    self._start()
+                try:
+                    return self._request(payload, rows)
+                except _HelperGone:
+                    code = self._reap()
+                    if attempt == 2:
+                        raise EmbeddingError(
+                            f"The embedding helper process of model {self.spec.name!r} exited "
+                            f"(code {code}) while embedding, twice; embeddings are unavailable "
+                            f"until it works again.{self._stderr_tail()}"
+                        ) from None
+                finally:
+                    self._touch()
+        raise AssertionError("unreachable")
+
+    def _request(self, payload: Sequence[bytes], rows: int) -> np.ndarray:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        try:
+            _write_frame(proc.stdin, b"B", *payload)
+        except (BrokenPipeError, OSError) as exc:
+            raise _HelperGone(str(exc)) from exc
+        kind = _read_exact(proc.stdout, 1)
+        if kind == b"V":
+            n, dims = _U32x2.unpack(_read_exact(proc.stdout, _U32x2.size))
+            data = _read_exact(proc.stdout, n * dims * 4)
+            if n != rows or dims != self.dims:
+                raise EmbeddingError(f"The embedding helper answered {n}x{dims} for {rows} texts.")
+            return np.frombuffer(data, dtype=np.float32).reshape(n, dims).copy()
+        if kind == b"E":
+            (size,) = _U32.unpack(_read_exact(proc.stdout, _U32.size))
+            raise EmbeddingError(_read_exact(proc.stdout, size).decode("utf-8", "replace"))
+        raise EmbeddingError(f"The embedding helper sent an unknown frame {kind!r}.")
+
+    def _start(self) -> None:
+        """Start a helper and wait until its model is loaded (call with ``_io_lock`` held)."""
+        config = {
+            "spec": dataclasses.asdict(self.spec),
+            "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
+            "threads": self.threads,
+        }
+        env = dict(os.environ)
+        # The child imports this very ``tui`` (a checkout may shadow an installed copy).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        if self._stderr is not None:
+            self._stderr.close()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (read on failure, closed later)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tui.engine.embed_helper", json.dumps(config)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=env,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise EmbeddingError(f"Could not start the embedding helper process: {exc}") from exc
+        self._proc = proc
+        self.starts += 1
+        assert proc.stdout is not None
+        try:
+            kind = _read_exact(proc.stdout, 1)
+            (value,) = _U32.unpack(_read_exact(proc.stdout, _U32.size))
+            message = _read_exact(proc.stdout, value) if kind == b"E" else b""
+        except _HelperGone:
+            code = self._reap()
+            raise EmbeddingError(
+                f"The embedding helper process exited (code {code}) before loading model "
+                f"{self.spec.name!r}.{self._stderr_tail()}"
+            ) from None
+        if kind != b"R":
+            self._reap()
+            raise EmbeddingError(message.decode("utf-8", "replace"))
+        if value != self.dims:
+            self._reap()
+            raise EmbeddingError(
+                f"Embedding model {self.spec.name!r} outputs {value} dims, its spec says "
+                f"{self.dims}."
+            )
+
+    def _touch(self) -> None:
+        """Note the helper was just used; make sure something stops it once idle."""
+        self._last_used = time.monotonic()
+        if self.idle_exit is None or self._proc is None:
+            return
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(
+                target=self._stop_when_idle, name="embed-helper-idle", daemon=True
+            )
+            self._reaper.start()
+
+    def _stop_when_idle(self) -> None:
+        assert self.idle_exit is not None
+        while True:
+            with self._io_lock:
+                if self._proc is None:
+                    return
+                wait = self._last_used + self.idle_exit - time.monotonic()
+                if wait <= 0:
+                    self._stop()
+                    return
+            if self._closing.wait(wait):
+                return
+
+    def _stop(self) -> None:
+        """Close the helper's stdin (it exits) and wait for it (``_io_lock`` held)."""
+        proc = self._proc
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self._proc = None
+
+    def _reap(self) -> int | None:
+        """The helper died: collect it and return its exit code (``_io_lock`` held)."""
+        proc = self._proc
+        self._stop()
+        return None if proc is None else proc.returncode
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0)
+            text = self._stderr.read()[-2000:].decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f" Its last output:\n{text}" if text else ""
+
+    def close(self) -> None:
+        """Stop the helper now (a later embedding starts a new one)."""
+        self._closing.set()
+        with self._io_lock:
+            self._stop()
+        self._closing.clear()
+        if self._stderr is not None:
+            with contextlib.suppress(OSError):
+                self._stderr.close()
+            self._stderr = None
+
+
+# --------------------------------------------------------------------------- child
+
+
+def _serve(config: dict[str, Any], stdin: IO[bytes], out: IO[bytes]) -> None:
+    spec = ModelSpec(**config["spec"])
+    cache_dir = Path(config["cache_dir"]) if config.get("cache_dir") else None
+    embedder = Embedder(spec, cache_dir, threads=config.get("threads"))
+    try:
+        embedder.load_session()
+    except EmbeddingError as exc:
+        _write_frame(out, *_error_frame(str(exc)))
+        return
+    _write_frame(out, b"R", _U32.pack(embedder.dims))
+    heavy = False  # a batch big enough to leave freed memory behind ran since the last trim
+    while True:
+        if heavy and not _pending(stdin, TRIM_PAUSE):
+            release_free_memory()  # the burst is over: hand its activations back to the OS
+            heavy = False
+        kind = stdin.read(1)
+        if not kind:  # the parent stopped us, or died
+            return
+        if kind != b"B":
+            _write_frame(out, *_error_frame(f"unknown request {kind!r}"))
+            return
+        rows, width = _U32x2.unpack(_read_exact(stdin, _U32x2.size))
+        size = rows * width * 4
+        ids, mask, types = (
+            np.frombuffer(_read_exact(stdin, size), dtype=np.int32)
+            .reshape(rows, width)
+            .astype(np.int64)
+            for _ in range(3)
+        )
+        try:
+            vectors = embedder._run(ids, mask, types)
+        except EmbeddingError as exc:
+            _write_frame(out, *_error_frame(str(exc)))
+            continue
+        _write_frame(out, b"V", _U32x2.pack(rows, embedder.dims), vectors.tobytes())
+        del vectors, ids, mask, types
+        heavy = heavy or rows * width >= TRIM_AFTER_TOKENS
+
+
+def _pending(stream: IO[bytes], timeout: float) -> bool:
+    """Whether a request arrives on ``stream`` (unbuffered) within ``timeout`` seconds."""
+    try:
+        return bool(select.select([stream], [], [], timeout)[0])
+    except (OSError, ValueError):
+        return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The helper process: load the model, then embed batches until stdin closes."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    # Ctrl+C in the terminal reaches the whole process group: the parent decides when we stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Frames go to a private copy of stdout; anything a library prints goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    # Unbuffered, so that select() sees whether a request is waiting.
+    stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+    with contextlib.suppress(_HelperGone, BrokenPipeError):
+        _serve(json.loads(args[0]), stdin, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
