@@ -552,6 +552,7 @@ def _update_links(
     query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
     linked: dict[int, float] = {}
     superseded: set[int] = set()
+    words_of: dict[int, set[str]] = {}  # an entry's own words, read once for all seeds
     for seed in seeds:
         row = rows[seed]
         if direction == "older" and not _CHANGE.search(row.text):
@@ -575,7 +576,9 @@ def _update_links(
                 else 0.0
             )
             # Its own words, not its context: a unit's index text includes the entry before it.
-            shares_word = bool(rare & {w.lower() for w in _WORDS.findall(other.text)})
+            if chunk_id not in words_of:
+                words_of[chunk_id] = {w.lower() for w in _WORDS.findall(other.text)}
+            shares_word = bool(rare & words_of[chunk_id])
             similar = (
                 direction == "newer"
                 and cosine >= LINK_STRONG

@@ -444,10 +444,20 @@ def _weekday(m: re.Match[str], now: date) -> _Hit | None:
     if which == "this":
         day = _monday(now) + timedelta(days=target)
     elif which == "next":
-        day = now + timedelta(days=(target - now.weekday()) % 7 or 7)
+        day = _next_weekday(now, target)
     else:
-        day = now - timedelta(days=(now.weekday() - target) % 7 or 7)
+        day = _previous_weekday(now, target)
     return _hit(m, (day, day), rank=2)
+
+
+def _previous_weekday(day: date, weekday: int) -> date:
+    """The latest ``weekday`` (0 = Monday) strictly before ``day``."""
+    return day - timedelta(days=(day.weekday() - weekday) % 7 or 7)
+
+
+def _next_weekday(day: date, weekday: int) -> date:
+    """The first ``weekday`` (0 = Monday) strictly after ``day``."""
+    return day + timedelta(days=(weekday - day.weekday()) % 7 or 7)
 
 
 @lru_cache(maxsize=256)
@@ -974,22 +984,14 @@ def _anchored_day(text: str, low: str, now: date) -> tuple[Window, str] | None:
         return None  # the date is not the anchor of this day ("the Monday before we met in May")
     start, end = anchor.window
     name = m.group("d")
-    before = m.group("dir") in ("before", "preceding")
-    if name == "weekend":
-        saturday = start - timedelta(days=(start.weekday() - 5) % 7 or 7) if before else (
-            end + timedelta(days=(5 - end.weekday()) % 7 or 7)
-        )
-        day, last = saturday, saturday + timedelta(days=1)
-    else:
-        target = _WEEKDAY_NUM[name]
-        day = (
-            start - timedelta(days=(start.weekday() - target) % 7 or 7)
-            if before
-            else end + timedelta(days=(target - end.weekday()) % 7 or 7)
-        )
-        last = day
+    weekend = name == "weekend"
+    target = _WEEKDAY_NUM["saturday" if weekend else name]
     # From the day to its anchor: an entry of the anchor date may be where the day is told of.
-    window = (day, end) if before else (start, last)
+    if m.group("dir") in ("before", "preceding"):
+        window = (_previous_weekday(start, target), end)
+    else:
+        day = _next_weekday(end, target)
+        window = (start, day + timedelta(days=1) if weekend else day)
     return window, text[m.start() : at + len(anchor.phrase)]
 
 
@@ -999,11 +1001,10 @@ def parse_time_intent(query: str, now: date) -> TimeIntent:
     low = text.translate(_ASCII_LOWER)
     past_state = _PAST_STATE.search(low) is not None
     first_person = _FIRST_PERSON.search(low) is not None
+    present = _PRESENT.search(low) is not None and _PAST.search(low) is None
     anchored = _anchored_day(text, low, now)
     if anchored is not None:
-        present = _PRESENT.search(low) is not None and _PAST.search(low) is None
         return TimeIntent(False, present, anchored[0], anchored[1], past_state, first_person)
-    present = _PRESENT.search(low) is not None and _PAST.search(low) is None
     blocked = bytearray(len(low))
     markers = list(_CURRENT.finditer(low))
     for marker in markers:
