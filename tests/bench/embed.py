@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench_words import FILLER_WORDS
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tui.engine.embeddings import Embedder, count_tokens  # noqa: E402
@@ -24,17 +26,7 @@ CHUNK_TOKENS = (150, 200)  # production chunk size, in word-pieces
 BULK_CHUNKS = 300
 QUERY_RUNS = 50
 
-_WORDS = (
-    "the user prefers dark mode in every application and wants short answers about python "
-    "decided to migrate analytics warehouse postgres pgvector because hybrid search over notes "
-    "matters meeting tomorrow with sarah about quarterly roadmap budget hiring plan train lisbon "
-    "conference hotel near alfama booked flights return friday remember dog luna vet appointment "
-    "refactor chunker overlap tokens heading path markdown bullets code fences sqlite index "
-    "embeddings cosine similarity reranking recency decay confidence memory file daily log "
-    "garden tomatoes basil watering schedule weekend bicycle repair chain brakes tyre pressure "
-    "kubernetes deployment failed because readiness probe timeout increased to thirty seconds "
-    "invoice overdue client asked for revised estimate deadline moved next sprint retrospective"
-).split()
+_WORDS = FILLER_WORDS
 
 
 # --------------------------------------------------------------------------- helpers

@@ -54,6 +54,8 @@ import time
 from functools import partial
 from pathlib import Path
 
+from bench_words import FILLER_WORDS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: stage -> (target in MB, what the target bounds)
@@ -64,17 +66,7 @@ TARGETS = {
     "full: after searches (idle)": (180, "rss"),
 }
 
-_WORDS = (
-    "the user prefers dark mode in every application and wants short answers about python "
-    "decided to migrate analytics warehouse postgres pgvector because hybrid search over notes "
-    "matters meeting tomorrow with sarah about quarterly roadmap budget hiring plan train lisbon "
-    "conference hotel near alfama booked flights return friday remember dog luna vet appointment "
-    "refactor chunker overlap tokens heading path markdown bullets code fences sqlite index "
-    "embeddings cosine similarity reranking recency decay confidence memory file daily log "
-    "garden tomatoes basil watering schedule weekend bicycle repair chain brakes tyre pressure "
-    "kubernetes deployment failed because readiness probe timeout increased to thirty seconds "
-    "invoice overdue client asked for revised estimate deadline moved next sprint retrospective"
-).split()
+_WORDS = FILLER_WORDS
 QUERIES = [
     "what is my dog called?",
     "dark mode preference",

@@ -71,6 +71,8 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
 
+from bench_words import FILLER_WORDS
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
@@ -92,16 +94,7 @@ UNITS_PER_LOG = 66.6
 BURST_KEY_GAP_S = 0.03
 SENTENCE = "where did we decide to stay for the lisbon conference"
 
-_WORDS = (
-    "the user prefers dark mode in every application and wants short answers about python "
-    "decided to migrate analytics warehouse postgres pgvector because hybrid search over notes "
-    "matters meeting tomorrow with sarah about quarterly roadmap budget hiring plan train lisbon "
-    "conference hotel near alfama booked flights return friday remember dog luna vet appointment "
-    "refactor chunker overlap tokens heading path markdown bullets code fences sqlite index "
-    "embeddings cosine similarity reranking recency decay confidence memory file daily log "
-    "garden tomatoes basil watering schedule weekend bicycle repair chain brakes tyre pressure "
-    "kubernetes deployment failed because readiness probe timeout increased to thirty seconds "
-    "invoice overdue client asked for revised estimate deadline moved next sprint retrospective "
+_WORDS = FILLER_WORDS + (
     "kitchen renovation tiles plumber quote thursday piano lessons daughter recital sunday "
     "marathon training interval runs knee physio stretching climbing gym bouldering grades"
 ).split()
