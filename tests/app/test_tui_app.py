@@ -31,6 +31,7 @@ from tui.app.screens.help_screen import HelpScreen
 from tui.app.themes import load_themes, parse_theme
 from tui.app.widgets.chat_input import ChatInput
 from tui.app.widgets.chat_pane import transcript_messages
+from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.chat.chat import ChatEngine
 from tui.chat.config import Config
@@ -296,13 +297,47 @@ async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
         await ready(pilot)
         await send(pilot, "tell me everything")
         message = app.main_screen.chat_pane.messages[-1]
-        segments = list(message.query(Markdown))
+        segments = [part for part in message.children if isinstance(part, Markdown | FoldedText)]
         assert message.text == answer
         assert len(segments) >= 3
         assert "".join(segment.source for segment in segments) == answer
         for segment in segments:
             assert not inside_fence(segment.source)  # never cut inside a code fence
     assert inside_fence("text\n```\ncode\n") and not inside_fence("```\ncode\n```\n")
+
+
+async def test_text_far_outside_the_view_is_folded_and_comes_back_when_scrolled_to(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    from tui.app.widgets.chat_message import SEGMENT_CHARS
+
+    block = "- an item about the trip, the hotel and the train\n" * 6 + "\n"
+    answer = block * (SEGMENT_CHARS * 8 // len(block) + 1)
+    server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "tell me everything")
+        pane = app.main_screen.chat_pane
+        log = pane.log_view
+        message = pane.messages[-1]
+        await pane.fold_outside_view()
+        await pilot.pause()
+        folded = list(message.query_children(FoldedText))
+        assert folded, "the top of a long answer, far above the view, is folded"
+        assert not list(message.query_children(Markdown))[-1].region.bottom < log.region.y
+        assert message.shown_text() == answer  # nothing lost
+        height = log.virtual_size.height
+        log.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        await pane.fold_outside_view()
+        await pilot.pause()
+        first = [part for part in message.children if isinstance(part, Markdown | FoldedText)][0]
+        assert isinstance(first, Markdown), "text near the view is unfolded"
+        assert answer.startswith(first.source)
+        assert message.shown_text() == answer
+        assert abs(log.virtual_size.height - height) <= 2  # folding keeps the heights
+        assert list(message.query_children(FoldedText)), "the bottom, far below, is folded now"
 
 
 async def test_input_history_walks_back_and_returns_the_draft(engine: ChatEngine) -> None:

@@ -55,6 +55,7 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
+import gc
 import os
 import pty
 import random
@@ -370,8 +371,20 @@ class StallMeter:
         self._sample = sample
         self._stop = asyncio.Event()
         self._task: asyncio.Task | None = None
+        #: Seconds each full (generation 2) garbage collection took while ticking.
+        self.full_collections: list[float] = []
+        self._gc_began = 0.0
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._gc_began = time.perf_counter()
+        else:
+            self.full_collections.append(time.perf_counter() - self._gc_began)
 
     def start(self) -> StallMeter:
+        gc.callbacks.append(self._on_gc)
         self._task = asyncio.create_task(self._tick())
         return self
 
@@ -380,6 +393,8 @@ class StallMeter:
         self._stop.set()
         if self._task is not None:
             await self._task
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         return self.worst_ms
 
     @property
@@ -421,6 +436,10 @@ def stall_line(label: str, meter: StallMeter) -> str:
             f"\n    (the worst tick ended {sum(meter.stalls[: at + 1]) + 0.01 * (at + 1):.1f} s in; "
             f"the process used {meter.cpu[at] * 1000:.0f} ms of CPU during it)"
         )
+    collections = meter.full_collections
+    line += f"\n    full garbage collections meanwhile: {len(collections)}" + (
+        f", the longest {max(collections) * 1000:.0f} ms" if collections else ""
+    )
     return line
 
 
@@ -442,6 +461,7 @@ async def stream_once(  # noqa: ANN201
     from textual.widgets import Markdown
 
     from tui.app.widgets.chat_message import ChatMessage
+    from tui.app.widgets.folded_text import FoldedText
 
     main = app.main_screen
     session = main.active_session
@@ -461,7 +481,7 @@ async def stream_once(  # noqa: ANN201
     backlog: list[int] = []
 
     def shown(message: ChatMessage) -> str:
-        return "".join(markdown.source for markdown in message.query_children(Markdown))
+        return message.shown_text()
 
     def sample_backlog() -> None:
         # the backlog needs a DOM query: sampled every 100 ms only
@@ -509,7 +529,8 @@ async def stream_once(  # noqa: ANN201
     fences = shown_text.count("```")
     print(
         f"  rendered text identical to the answer: {shown_text == full} "
-        f"({len(main.chat_pane.messages[-1].query_children(Markdown))} Markdown segments, "
+        f"({len(main.chat_pane.messages[-1].query_children(Markdown))} Markdown segments"
+        f" and {len(main.chat_pane.messages[-1].query_children(FoldedText))} folded, "
         f"{fences // 2} code fences closed{'' if fences % 2 == 0 else ', one left open'})"
     )
     return meter

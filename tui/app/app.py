@@ -30,6 +30,7 @@ from textual.theme import Theme
 from textual.widgets import Input
 from textual.worker import Worker, WorkerCancelled, WorkerState
 
+from tui.app.gc_pacer import GcPacer
 from tui.app.screens.main_screen import MainScreen
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
 from tui.chat.config import Config, ConfigError, save_config
@@ -149,6 +150,7 @@ class MemdeckApp(App[int]):
         self.quit_flush_done = False
         self._quitting = False
         self._switch_interval = sys.getswitchinterval()
+        self.gc_pacer = GcPacer(busy=self._busy_for_gc)
         self.startup_warnings: list[str] = []
         loaded = load_themes(theme_dirs(config_file))
         self.startup_warnings += loaded.warnings
@@ -202,9 +204,27 @@ class MemdeckApp(App[int]):
             self.notify(warning, title="memdeck", severity="warning", timeout=8)
         if self._engine is None:
             self.call_after_refresh(self._load_engine)
+        self.set_interval(1.0, self._pace_gc)
 
     def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)
+        self.gc_pacer.stop()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseEvent)):
+            self.gc_pacer.note_activity()
+        await super().on_event(event)
+
+    def _pace_gc(self) -> None:
+        """Full garbage collections wait for a quiet moment (see :mod:`tui.app.gc_pacer`)."""
+        if self.gc_pacer.active:
+            self.gc_pacer.check()
+        elif self.ready:
+            self.gc_pacer.start()
+
+    def _busy_for_gc(self) -> bool:
+        screen = self.main_screen
+        return screen.chat_pane.busy or bool(screen.header.progress)
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _load_engine(self) -> None:

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.streaming_markdown import StreamingMarkdown
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.engine.markdown import inside_fence
@@ -30,7 +31,7 @@ STREAM_COST_FACTOR = 10
 STREAM_MAX_INTERVAL = 0.5
 #: A streamed text segment is closed at the next blank line (outside a code fence) once it is
 #: this long, and the rest goes on in a new one.
-SEGMENT_CHARS = 2500
+SEGMENT_CHARS = 1000
 
 #: What a message header says for each role.
 ROLE_LABELS = {"user": "you", "assistant": "memdeck"}
@@ -131,6 +132,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         self._meta_text = meta
         self._stream: MarkdownStream | None = None
         self._segment: StreamingMarkdown | None = None
+        self._closing: StreamingMarkdown | None = None  # the segment being rendered once more
         self._segment_text = ""
         self._pending = ""
         self._last_write = 0.0
@@ -151,6 +153,16 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
     def tool_calls(self) -> list[ToolCallView]:
         """The tool calls shown in this message, in order."""
         return list(self._tool_calls.values())
+
+    def finished_part(self, part: Widget) -> bool:
+        """True if ``part`` is a child no longer written to (not the open text segment)."""
+        return part.parent is self and part not in (self._segment, self._closing)
+
+    def shown_text(self) -> str:
+        """The Markdown text of this message's parts as they are now, folded ones included."""
+        return "".join(
+            part.source for part in self.children if isinstance(part, Markdown | FoldedText)
+        )
 
     @property
     def streaming(self) -> bool:
@@ -226,10 +238,14 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         stream, segment = self._stream, self._segment
         self._stream = None
         self._segment = None
-        if stream is not None:
-            await stream.stop()
-        if segment is not None:
-            await segment.update(self._segment_text)
+        self._closing = segment
+        try:
+            if stream is not None:
+                await stream.stop()
+            if segment is not None:
+                await segment.update(self._segment_text)
+        finally:
+            self._closing = None
 
     async def add_tool_call(
         self,

@@ -19,6 +19,7 @@ from textual.widgets import Input, Markdown, Static
 from tui.app.messages import MemoryChanged
 from tui.app.widgets.chat_input import ChatInput
 from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
+from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.chat import ChatEngine
@@ -38,6 +39,12 @@ from tui.engine.inject import InjectionReport
 
 #: Messages of a resumed session rendered at most (older ones are summarised in one line).
 MAX_SHOWN_MESSAGES = 200
+#: Finished answer text further than this many view heights outside the view is folded
+#: (:class:`FoldedText`); folded text comes back within :data:`UNFOLD_VIEWS`.
+FOLD_VIEWS = 2.0
+UNFOLD_VIEWS = 1.0
+#: Seconds between two looks for text to fold or unfold (scrolling looks at once).
+FOLD_INTERVAL = 0.5
 
 
 def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
@@ -228,6 +235,53 @@ memory tools (shown inline; **Enter** on one expands it).
 
     def on_mount(self) -> None:
         self._show_status()
+        self._fold_lock = asyncio.Lock()
+        self.set_interval(FOLD_INTERVAL, self._refold)
+        self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
+
+    def _scrolled(self) -> None:
+        if not self.log_view.is_anchored:  # the user scrolls: bring text back at once
+            self.call_after_refresh(self._refold)
+
+    async def _refold(self) -> None:
+        if not self._fold_lock.locked():
+            await self.fold_outside_view()
+
+    async def fold_outside_view(self) -> int:
+        """Fold finished answer text far outside the view (:data:`FOLD_VIEWS`) and unfold
+        folded text near it (:data:`UNFOLD_VIEWS`); how many parts changed."""
+        async with self._fold_lock:
+            return await self._fold_outside_view()
+
+    async def _fold_outside_view(self) -> int:
+        view = self.log_view.region
+        if not view:
+            return 0
+        fold_above = view.y - FOLD_VIEWS * view.height
+        fold_below = view.bottom + FOLD_VIEWS * view.height
+        near_above = view.y - UNFOLD_VIEWS * view.height
+        near_below = view.bottom + UNFOLD_VIEWS * view.height
+        swaps: list[tuple[ChatMessage, Widget, Widget]] = []
+        for message in self.messages:
+            for part in message.children:
+                region = part.region
+                if not region:
+                    continue
+                if isinstance(part, FoldedText):
+                    if region.bottom > near_above and region.y < near_below:
+                        swaps.append((message, part, part.unfold()))
+                elif (
+                    isinstance(part, Markdown)
+                    and message.finished_part(part)
+                    and (region.bottom < fold_above or region.y > fold_below)
+                ):
+                    swaps.append((message, part, FoldedText.of(part)))
+        if swaps:
+            with self.app.batch_update():
+                for message, old, new in swaps:
+                    await message.mount(new, after=old)
+                    await old.remove()
+        return len(swaps)
 
     @property
     def log_view(self) -> VerticalScroll:
