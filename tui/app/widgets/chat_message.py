@@ -133,6 +133,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         self._stream: MarkdownStream | None = None
         self._segment: StreamingMarkdown | None = None
         self._closing: StreamingMarkdown | None = None  # the segment being rendered once more
+        self._leaving: set[Widget] = set()  # parts being swapped out
         self._segment_text = ""
         self._pending = ""
         self._last_write = 0.0
@@ -161,8 +162,21 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
     def shown_text(self) -> str:
         """The Markdown text of this message's parts as they are now, folded ones included."""
         return "".join(
-            part.source for part in self.children if isinstance(part, Markdown | FoldedText)
+            part.source
+            for part in self.children
+            if isinstance(part, Markdown | FoldedText) and part not in self._leaving
         )
+
+    async def swap_part(self, old: Widget, new: Widget) -> None:
+        """Put ``new`` in the place of the part ``old`` (folding and unfolding text); ``old``
+        stays if ``new`` could not be mounted (this message is being removed)."""
+        self._leaving.add(old)
+        try:
+            await self.mount(new, after=old)
+            if new.parent is self:
+                await old.remove()
+        finally:
+            self._leaving.discard(old)
 
     @property
     def streaming(self) -> bool:

@@ -279,8 +279,7 @@ memory tools (shown inline; **Enter** on one expands it).
         if swaps:
             with self.app.batch_update():
                 for message, old, new in swaps:
-                    await message.mount(new, after=old)
-                    await old.remove()
+                    await message.swap_part(old, new)
         return len(swaps)
 
     @property
