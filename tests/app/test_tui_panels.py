@@ -134,10 +134,13 @@ class WatcherHost(PanelHost):
     def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
         self.changes: list[MemoryChanged] = []
+        #: ``watcher.syncing`` as each change was reported (it is reported mid-sync).
+        self.syncing_seen: list[bool] = []
         self.watcher = WorkspaceWatcher(engine, self._received)
 
     def _received(self, message: MemoryChanged) -> None:
         self.changes.append(message)
+        self.syncing_seen.append(self.watcher.syncing)
         self.query_one(MemoryPanels).post_message(message)
 
     def on_mount(self) -> None:
@@ -698,6 +701,7 @@ async def test_the_watcher_picks_up_a_file_written_outside(engine: MemoryEngine)
         )
         seen = {path for change in app.changes for path in change.paths}
         assert seen == {"memory/2026-11-23.md"}
+        assert all(app.syncing_seen)  # busy while indexing (full collections wait)
         change = next(c for c in app.changes if "memory/2026-11-23.md" in c.paths)
         assert change.error is None and change.report is not None
         assert change.report.files_changed == 1
@@ -710,6 +714,7 @@ async def test_the_watcher_picks_up_a_file_written_outside(engine: MemoryEngine)
             "the daily tree to show the new log",
         )
 
+        await wait_until(pilot, lambda: not app.watcher.syncing, "the sync to end")
         app.watcher.stop()
         await asyncio.wait_for(app.workers.wait_for_complete(), WAIT_S)
 

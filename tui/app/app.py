@@ -224,7 +224,12 @@ class MemdeckApp(App[int]):
 
     def _busy_for_gc(self) -> bool:
         screen = self.main_screen
-        return screen.chat_pane.busy or bool(screen.header.progress)
+        watcher = screen.watcher
+        return (
+            screen.chat_pane.busy
+            or bool(screen.header.progress)
+            or (watcher is not None and watcher.syncing)
+        )
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _load_engine(self) -> None:

@@ -114,6 +114,8 @@ class WorkspaceWatcher:
         self._stop_event = asyncio.Event()
         self.ready = asyncio.Event()
         """Set once the filesystem watch is in place (tests wait for it before writing)."""
+        self.syncing = False
+        """True while changed files are being indexed."""
 
     def _filter(self, change: Change, path: str) -> bool:
         root = self.engine.workspace.root
@@ -151,6 +153,13 @@ class WorkspaceWatcher:
     async def _sync(self, plan: SyncPlan) -> None:
         if not plan.paths and not plan.rescan:
             return
+        self.syncing = True
+        try:
+            await self._sync_plan(plan)
+        finally:
+            self.syncing = False
+
+    async def _sync_plan(self, plan: SyncPlan) -> None:
         changed = [] if plan.rescan else plan.paths
         # Full-text first (searchable at once), then the vectors: a big file takes a while to
         # embed, and the header and Stats show the progress meanwhile.
