@@ -34,7 +34,8 @@ What is measured, exactly:
   renders too slowly starves the event loop that reads the stream, so this is where "falling
   behind" shows); last piece to the Markdown widgets holding the whole text; the largest
   backlog between what arrived and what the widgets had; the worst event-loop stall (a 10 ms
-  ticker).
+  ticker), and the full garbage collections that ran meanwhile (the app defers them to quiet
+  moments: ``tui/app/gc_pacer.py``). The rendered text counts folded parts (``FoldedText``).
 * **Indexing** — with the app's workspace watcher on, a daily log of ``--index-lines`` lines
   (about one ``##`` entry per 9 lines) is written into ``memory/`` while the app runs; the
   watcher syncs it (full text, then vectors) and every panel refreshes (the Daily tree lists
