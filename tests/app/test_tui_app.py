@@ -297,7 +297,7 @@ async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
         await ready(pilot)
         await send(pilot, "tell me everything")
         message = app.main_screen.chat_pane.messages[-1]
-        segments = [part for part in message.children if isinstance(part, Markdown | FoldedText)]
+        segments = message.text_parts()
         assert message.text == answer
         assert len(segments) >= 3
         assert "".join(segment.source for segment in segments) == answer
@@ -332,7 +332,7 @@ async def test_text_far_outside_the_view_is_folded_and_comes_back_when_scrolled_
         await pilot.pause()
         await pane.fold_outside_view()
         await pilot.pause()
-        first = [part for part in message.children if isinstance(part, Markdown | FoldedText)][0]
+        first = message.text_parts()[0]
         assert isinstance(first, Markdown), "text near the view is unfolded"
         assert answer.startswith(first.source)
         assert message.shown_text() == answer

@@ -159,13 +159,17 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         """True if ``part`` is a child no longer written to (not the open text segment)."""
         return part.parent is self and part not in (self._segment, self._closing)
 
-    def shown_text(self) -> str:
-        """The Markdown text of this message's parts as they are now, folded ones included."""
-        return "".join(
-            part.source
+    def text_parts(self) -> list[Markdown | FoldedText]:
+        """The text segments in order, folded ones included (not those being swapped out)."""
+        return [
+            part
             for part in self.children
             if isinstance(part, Markdown | FoldedText) and part not in self._leaving
-        )
+        ]
+
+    def shown_text(self) -> str:
+        """The Markdown text of this message's parts as they are now, folded ones included."""
+        return "".join(part.source for part in self.text_parts())
 
     async def swap_part(self, old: Widget, new: Widget) -> None:
         """Put ``new`` in the place of the part ``old`` (folding and unfolding text); ``old``

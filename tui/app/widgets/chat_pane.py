@@ -263,7 +263,7 @@ memory tools (shown inline; **Enter** on one expands it).
         near_below = view.bottom + UNFOLD_VIEWS * view.height
         swaps: list[tuple[ChatMessage, Widget, Widget]] = []
         for message in self.messages:
-            for part in message.children:
+            for part in message.text_parts():
                 region = part.region
                 if not region:
                     continue
@@ -271,8 +271,7 @@ memory tools (shown inline; **Enter** on one expands it).
                     if region.bottom > near_above and region.y < near_below:
                         swaps.append((message, part, part.unfold()))
                 elif (
-                    isinstance(part, Markdown)
-                    and message.finished_part(part)
+                    message.finished_part(part)
                     and (region.bottom < fold_above or region.y > fold_below)
                 ):
                     swaps.append((message, part, FoldedText.of(part)))
