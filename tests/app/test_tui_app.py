@@ -1273,12 +1273,16 @@ async def test_reloading_the_config_swaps_the_embedder_without_a_restart(
             memory = engine.memory
             await wait_until(
                 pilot,
-                lambda: isinstance(memory.embedder, RemoteEmbedder)
+                # the reload is done once the screen holds the new config (the start-up sync
+                # ending meanwhile clears the progress line before that)
+                lambda: app.main_screen.config.embeddings.provider == "openai"
                 and app.main_screen.header.progress == "",
-                "the swap",
+                "the reload",
             )
+            assert isinstance(memory.embedder, RemoteEmbedder)
+            assert memory.index.mirror.dims == 16
             assert memory.index.stored_fingerprint() == memory.index.fingerprint
-            assert memory.index.mirror.dims == 16 and memory.model_loaded
+            assert memory.model_loaded
             assert app.main_screen.header.model_state == "loaded"
             assert memory.search("trip to Lisbon", now=NOW).mode == "hybrid"
     finally:

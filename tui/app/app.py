@@ -24,6 +24,7 @@ from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
@@ -225,11 +226,14 @@ class MemdeckApp(App[int]):
     def _busy_for_gc(self) -> bool:
         screen = self.main_screen
         watcher = screen.watcher
-        return (
-            screen.chat_pane.busy
-            or bool(screen.header.progress)
-            or (watcher is not None and watcher.syncing)
-        )
+        try:
+            return (
+                screen.chat_pane.busy
+                or bool(screen.header.progress)
+                or (watcher is not None and watcher.syncing)
+            )
+        except NoMatches:  # the screen is being taken down (quitting): not a quiet moment
+            return True
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _load_engine(self) -> None:

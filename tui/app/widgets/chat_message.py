@@ -14,8 +14,8 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.folded_text import FoldedText
-from tui.app.widgets.streaming_markdown import StreamingMarkdown
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.engine.markdown import inside_fence
 
@@ -128,11 +128,11 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         self.text = text
         self._initial_parts = list(parts or [])
         if role == "assistant" and text and not parts:
-            self._initial_parts.append(Markdown(text))
+            self._initial_parts.append(ChatMarkdown(text))
         self._meta_text = meta
         self._stream: MarkdownStream | None = None
-        self._segment: StreamingMarkdown | None = None
-        self._closing: StreamingMarkdown | None = None  # the segment being rendered once more
+        self._segment: ChatMarkdown | None = None
+        self._closing: ChatMarkdown | None = None  # the segment being rendered once more
         self._leaving: set[Widget] = set()  # parts being swapped out
         self._segment_text = ""
         self._pending = ""
@@ -221,7 +221,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         if not delta:
             return
         if self._segment is None:
-            self._segment = StreamingMarkdown()
+            self._segment = ChatMarkdown()
             self._segment_text = ""
             await self._mount_part(self._segment)
             self._stream = Markdown.get_stream(self._segment)

@@ -14,10 +14,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Input, Markdown, Static
+from textual.widgets import Input, Static
 
 from tui.app.messages import MemoryChanged
 from tui.app.widgets.chat_input import ChatInput
+from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
@@ -98,7 +99,7 @@ def transcript_messages(
             elif record.get("role") == "assistant":
                 current = answer_parts()
                 if content:
-                    current.append(Markdown(content))
+                    current.append(ChatMarkdown(content))
                     texts.append(content)
                 if record.get("incomplete"):
                     current.append(notice_part("(answer cut short)"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.widget import Widget
 from textual.widgets import Markdown
 
+from tui.app.widgets.chat_markdown import ChatMarkdown
+
 
 class FoldedText(Widget):
     """Stands in for a finished :class:`Markdown` part that is far outside the view.
@@ -33,9 +35,9 @@ class FoldedText(Widget):
         """A stand-in for ``markdown`` at its current height."""
         return cls(markdown.source, markdown.outer_size.height)
 
-    def unfold(self) -> Markdown:
+    def unfold(self) -> ChatMarkdown:
         """The Markdown part this stands for (not mounted)."""
-        return Markdown(self.source)
+        return ChatMarkdown(self.source)
 
     def render(self) -> str:
         return ""
