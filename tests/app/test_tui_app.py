@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.segment import Segment
 from support.chat_support import SummaryResponder, make_config
 from support.fakeopenai import FakeOpenAI
 from support.pilot import wait_until
@@ -29,6 +30,7 @@ from textual.widgets import Markdown, Static
 from tui.app.app import MemdeckApp
 from tui.app.screens.help_screen import HelpScreen
 from tui.app.themes import load_themes, parse_theme
+from tui.app.widgets import chat_pane as chat_pane_module
 from tui.app.widgets.chat_input import ChatInput
 from tui.app.widgets.chat_pane import transcript_messages
 from tui.app.widgets.folded_text import FoldedText
@@ -306,38 +308,99 @@ async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
     assert inside_fence("text\n```\ncode\n") and not inside_fence("```\ncode\n```\n")
 
 
-async def test_text_far_outside_the_view_is_folded_and_comes_back_when_scrolled_to(
-    engine: ChatEngine, server: FakeOpenAI
-) -> None:
+def chat_log_lines(app: MemdeckApp) -> list[list[Segment]]:
+    """The segments (text and style) the screen shows in the chat log, line by line."""
+    region = app.main_screen.chat_pane.log_view.region
+    strips = app.screen._compositor.render_strips()
+    return [list(strips[y].crop(region.x, region.right)) for y in region.line_range]
+
+
+async def fold_all(pilot: Pilot) -> None:
+    """Run the chat's fold passes until two in a row change nothing (a part is folded at the
+    pass after the one that saw it finished; each pass has a time budget)."""
+    app = pilot.app
+    assert isinstance(app, MemdeckApp)
+    idle = 0
+    for _ in range(40):
+        await pilot.pause()
+        idle = 0 if await app.main_screen.chat_pane.fold_finished_text() else idle + 1
+        if idle == 2:
+            return
+    raise AssertionError("the fold passes never settled")
+
+
+async def long_answer(pilot: Pilot, server: FakeOpenAI) -> str:
+    """Send a message whose streamed answer is many segments long; the answer."""
     from tui.app.widgets.chat_message import SEGMENT_CHARS
 
-    block = "- an item about the trip, the hotel and the train\n" * 6 + "\n"
-    answer = block * (SEGMENT_CHARS * 8 // len(block) + 1)
+    block = "- an item about the **trip**, the hotel and the `train`\n" * 6 + "\n"
+    answer = "## The trip\n\n" + block * (SEGMENT_CHARS * 8 // len(block) + 1)
     server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
+    await send(pilot, "tell me everything")
+    return answer
+
+
+async def test_finished_answer_text_folds_into_a_picture_that_looks_the_same(
+    engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)  # fold when the test asks
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await send(pilot, "tell me everything")
-        pane = app.main_screen.chat_pane
-        log = pane.log_view
-        message = pane.messages[-1]
-        await pane.fold_outside_view()
+        answer = await long_answer(pilot, server)
+        message = app.main_screen.chat_pane.messages[-1]
+        assert not message.query_children(FoldedText)
         await pilot.pause()
-        folded = list(message.query_children(FoldedText))
-        assert folded, "the top of a long answer, far above the view, is folded"
-        assert not list(message.query_children(Markdown))[-1].region.bottom < log.region.y
+        shown = chat_log_lines(app)
+        heights = [part.outer_size.height for part in message.text_parts()]
+        await fold_all(pilot)
+        parts = message.text_parts()
+        assert parts and all(isinstance(part, FoldedText) for part in parts)
+        assert [part.outer_size.height for part in parts] == heights
+        assert chat_log_lines(app) == shown, "the pictures look like the Markdown they replace"
         assert message.shown_text() == answer  # nothing lost
-        height = log.virtual_size.height
-        log.scroll_home(animate=False, immediate=True)
-        await pilot.pause()
-        await pane.fold_outside_view()
-        await pilot.pause()
-        first = message.text_parts()[0]
-        assert isinstance(first, Markdown), "text near the view is unfolded"
-        assert answer.startswith(first.source)
+
+
+async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme(
+    engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        answer = await long_answer(pilot, server)
+        pane = app.main_screen.chat_pane
+        message = pane.messages[-1]
+        await fold_all(pilot)
+        last = message.text_parts()[-1]
+        assert isinstance(last, FoldedText)
+
+        await pilot.hover(last)  # links, selection and wide code need the real widgets
+        await wait_until(pilot, lambda: last.parent is None, "the part under the mouse unfolding")
+        assert isinstance(message.text_parts()[-1], Markdown)
+        await pilot.hover("#chat-input")
+        await fold_all(pilot)
+        assert all(isinstance(part, FoldedText) for part in message.text_parts())
+
+        width = pane.log_view.region.width
+        await pilot.resize_terminal(SIZE[0] - 20, SIZE[1])
+        await fold_all(pilot)  # stale pictures near the view unfold, then fold again
+        view = pane.log_view.region
+        near = [part for part in message.text_parts() if part.region.overlaps(view)]
+        assert near and view.width != width
+        for part in near:
+            assert isinstance(part, FoldedText) and not part.stale
         assert message.shown_text() == answer
-        assert abs(log.virtual_size.height - height) <= 2  # folding keeps the heights
-        assert list(message.query_children(FoldedText)), "the bottom, far below, is folded now"
+        shown = chat_log_lines(app)
+        assert any("trip" in "".join(segment.text for segment in line) for line in shown)
+
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        folded = message.text_parts()
+        assert all(isinstance(part, FoldedText) and part.stale for part in folded)
+        await fold_all(pilot)
+        near = [part for part in message.text_parts() if part.region.overlaps(view)]
+        assert all(isinstance(part, FoldedText) and not part.stale for part in near)
+        assert message.shown_text() == answer
 
 
 async def test_input_history_walks_back_and_returns_the_draft(engine: ChatEngine) -> None:

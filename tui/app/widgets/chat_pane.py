@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -40,12 +42,13 @@ from tui.engine.inject import InjectionReport
 
 #: Messages of a resumed session rendered at most (older ones are summarised in one line).
 MAX_SHOWN_MESSAGES = 200
-#: Finished answer text further than this many view heights outside the view is folded
-#: (:class:`FoldedText`); folded text comes back within :data:`UNFOLD_VIEWS`.
-FOLD_VIEWS = 2.0
+#: A folded part whose picture is stale (another width or theme) comes back as Markdown when
+#: it is within this many view heights of the view.
 UNFOLD_VIEWS = 1.0
 #: Seconds between two looks for text to fold or unfold (scrolling looks at once).
 FOLD_INTERVAL = 0.5
+#: Seconds of pictures one look may take (the nearest parts first; the rest at the next look).
+FOLD_BUDGET = 0.02
 
 
 def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
@@ -237,50 +240,80 @@ memory tools (shown inline; **Enter** on one expands it).
     def on_mount(self) -> None:
         self._show_status()
         self._fold_lock = asyncio.Lock()
+        self._settled: dict[Widget, Size] = {}  # finished parts and their size at the last look
         self.set_interval(FOLD_INTERVAL, self._refold)
         self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
+        self.watch(self.app, "theme", self._look_again, init=False)
 
     def _scrolled(self) -> None:
-        if not self.log_view.is_anchored:  # the user scrolls: bring text back at once
-            self.call_after_refresh(self._refold)
+        if not self.log_view.is_anchored:  # the user scrolls: bring stale text back at once
+            self._look_again()
+
+    def on_resize(self) -> None:
+        self._look_again()
+
+    @on(FoldedText.Hovered)
+    def _look_again(self) -> None:
+        self.call_after_refresh(self._refold)
 
     async def _refold(self) -> None:
         if not self._fold_lock.locked():
-            await self.fold_outside_view()
+            await self.fold_finished_text()
 
-    async def fold_outside_view(self) -> int:
-        """Fold finished answer text far outside the view (:data:`FOLD_VIEWS`) and unfold
-        folded text near it (:data:`UNFOLD_VIEWS`); how many parts changed."""
+    async def fold_finished_text(self) -> int:
+        """Fold finished answer text into pictures (:class:`FoldedText`), the parts nearest
+        the view first, for at most :data:`FOLD_BUDGET` seconds; unfold a folded part under
+        the mouse, or one near the view (:data:`UNFOLD_VIEWS`) whose picture is stale. How
+        many parts changed."""
         async with self._fold_lock:
-            return await self._fold_outside_view()
+            return await self._fold_finished_text()
 
-    async def _fold_outside_view(self) -> int:
+    async def _fold_finished_text(self) -> int:
         view = self.log_view.region
         if not view:
             return 0
-        fold_above = view.y - FOLD_VIEWS * view.height
-        fold_below = view.bottom + FOLD_VIEWS * view.height
         near_above = view.y - UNFOLD_VIEWS * view.height
         near_below = view.bottom + UNFOLD_VIEWS * view.height
+        in_use = self._parts_in_use()
+        settled: dict[Widget, Size] = {}
         swaps: list[tuple[ChatMessage, Widget, Widget]] = []
+        to_fold: list[tuple[int, ChatMessage, Widget]] = []
         for message in self.messages:
             for part in message.text_parts():
                 region = part.region
                 if not region:
                     continue
                 if isinstance(part, FoldedText):
-                    if region.bottom > near_above and region.y < near_below:
+                    near = region.bottom > near_above and region.y < near_below
+                    if part in in_use or (part.stale and near):
                         swaps.append((message, part, part.unfold()))
-                elif (
-                    message.finished_part(part)
-                    and (region.bottom < fold_above or region.y > fold_below)
-                ):
-                    swaps.append((message, part, FoldedText.of(part)))
+                elif message.finished_part(part) and part not in in_use:
+                    # a part is pictured once its size held since the last look: a part
+                    # just finished may not be laid out again yet
+                    size, settled[part] = self._settled.get(part), part.outer_size
+                    if size == part.outer_size:
+                        distance = max(view.y - region.bottom, region.y - view.bottom, 0)
+                        to_fold.append((distance, message, part))
+        self._settled = settled
+        began = time.perf_counter()
+        for _distance, message, part in sorted(to_fold, key=lambda item: item[0]):
+            if time.perf_counter() - began > FOLD_BUDGET:
+                break
+            swaps.append((message, part, FoldedText.of(part)))
         if swaps:
             with self.app.batch_update():
                 for message, old, new in swaps:
                     await message.swap_part(old, new)
         return len(swaps)
+
+    def _parts_in_use(self) -> set[Widget]:
+        """The widgets (and their ancestors) under the mouse, focused or holding a selection:
+        a part among them stays (or comes back) unfolded."""
+        screen = self.screen
+        used = [self.app.mouse_over, screen.focused, *screen.selections]
+        return {
+            node for widget in used if widget is not None for node in widget.ancestors_with_self
+        }
 
     @property
     def log_view(self) -> VerticalScroll:
