@@ -1,13 +1,64 @@
-"""Markdown for the text of chat messages: streamed appends repaint once, and a finished part is
-not laid out again each time the message around it grows."""
+"""Markdown for the text of chat messages: streamed appends repaint once, a streamed list
+mounts only its new items, and a finished part is not laid out again each time the message
+around it grows."""
 
 from __future__ import annotations
 
 import time
 
 from textual.await_complete import AwaitComplete
+from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
+
+# Textual's list blocks are not exported; its public block mapping names them.
+BulletList = Markdown.BLOCKS["bullet_list_open"]
+OrderedList = Markdown.BLOCKS["ordered_list_open"]
+LIST_ITEMS = (Markdown.BLOCKS["list_item_ordered_open"], Markdown.BLOCKS["list_item_unordered_open"])
+
+
+class GrowingList(MarkdownBlock):
+    """A Markdown list that, streamed, mounts only the items that changed.
+
+    ``Markdown.append`` parses the last block again with the new text and hands it to the
+    block on screen; a Textual list then removes itself and mounts the new one, every item
+    again: streaming a long list rebuilt it on every write. Items before the last one cannot
+    change when text is appended, so only the last item is replaced and new ones mounted. An
+    ordered list whose numbers get wider (9 → 10) is rebuilt, as is anything unexpected.
+    """
+
+    async def _update_from_block(self, block: MarkdownBlock) -> None:
+        rows = list(self.query_children(Horizontal))
+        items = [item for item in block._blocks if isinstance(item, LIST_ITEMS)]
+        if type(block) is not type(self) or not rows or len(items) < len(rows):
+            await super()._update_from_block(block)
+            return
+        if isinstance(block, OrderedList) and number_width(block, len(items)) != (
+            number_width(block, len(rows))
+        ):
+            await super()._update_from_block(block)
+            return
+        self._copy_context(block)
+        new_rows = list(block.compose())[len(rows) - 1 :]
+        with self.app.batch_update():
+            await rows[-1].remove()
+            await self.mount_all(new_rows)
+
+
+def number_width(block: MarkdownBlock, count: int) -> int:
+    """How wide the numbers of an ordered list of ``count`` items starting like ``block`` are."""
+    first = block._blocks[0]
+    start = int(first.bullet) if str(getattr(first, "bullet", "")).isdigit() else 1
+    return len(str(start + count - 1))
+
+
+class GrowingBulletList(GrowingList, BulletList):
+    """A bullet list streamed item by item (see :class:`GrowingList`)."""
+
+
+class GrowingOrderedList(GrowingList, OrderedList):
+    """An ordered list streamed item by item (see :class:`GrowingList`)."""
 
 
 class ChatMarkdown(Markdown):
@@ -20,7 +71,14 @@ class ChatMarkdown(Markdown):
       ``Markdown.get_stream`` took 24-27 s to show it, batched ones 12-15 s.
     * Its height does not depend on the height of the message it is in (see
       :meth:`get_content_height`).
+    * A streamed list mounts only its new items (:class:`GrowingList`).
     """
+
+    BLOCKS = {
+        **Markdown.BLOCKS,
+        "bullet_list_open": GrowingBulletList,
+        "ordered_list_open": GrowingOrderedList,
+    }
 
     #: Seconds the last append took (parse, update, mount): the writer paces itself on it.
     last_append_seconds: float = 0.0

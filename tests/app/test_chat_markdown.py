@@ -1,0 +1,60 @@
+"""ChatMarkdown: streamed text ends up drawn exactly as the same text rendered at once."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Markdown
+
+from tui.app.widgets.chat_markdown import ChatMarkdown, GrowingList
+from tui.app.widgets.folded_text import picture_of
+
+BULLETS = "".join(f"- item {n} with **bold** and `code`, some words to wrap\n" for n in range(14))
+NESTED = "- top one\n- top two\n  - inner a\n  - inner b\n- top three\n\nA paragraph after.\n"
+ORDERED = "".join(f"{n}. step {n} of the plan\n" for n in range(1, 13))
+STARTS_AT_THREE = "".join(f"{n}. step {n}\n" for n in range(3, 9))
+LOOSE = "".join(f"- loose item {n}\n\n" for n in range(6)) + "The end.\n"
+
+
+class MarkdownApp(App):
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="log")
+
+
+@pytest.mark.parametrize(
+    "text", [BULLETS, NESTED, ORDERED, STARTS_AT_THREE, LOOSE], ids=lambda t: t[:12]
+)
+async def test_a_streamed_list_looks_like_the_same_list_rendered_at_once(text: str) -> None:
+    app = MarkdownApp()
+    async with app.run_test(size=(70, 60)) as pilot:
+        log = app.query_one("#log", VerticalScroll)
+        streamed = ChatMarkdown()
+        await log.mount(streamed)
+        stream = Markdown.get_stream(streamed)
+        for start in range(0, len(text), 7):
+            await stream.write(text[start : start + 7])
+            await pilot.pause()
+        await stream.stop()
+        at_once = ChatMarkdown(text)
+        await log.mount(at_once)
+        await pilot.pause()
+        assert streamed.source == text
+        assert picture_of(streamed) == picture_of(at_once)
+
+
+async def test_a_streamed_list_keeps_its_finished_items() -> None:
+    app = MarkdownApp()
+    async with app.run_test(size=(70, 60)) as pilot:
+        streamed = ChatMarkdown()
+        await app.query_one("#log").mount(streamed)
+        first, rest = BULLETS[:200], BULLETS[200:]
+        await streamed.append(first)
+        await pilot.pause()
+        (growing,) = streamed.query_children(GrowingList)
+        rows = list(growing.query_children(Horizontal))
+        await streamed.append(rest)
+        await pilot.pause()
+        assert streamed.query_children(GrowingList).first() is growing
+        now = list(growing.query_children(Horizontal))
+        assert len(now) == BULLETS.count("\n") and now[: len(rows) - 1] == rows[:-1]
