@@ -1,4 +1,5 @@
-"""ChatMarkdown: streamed text ends up drawn exactly as the same text rendered at once."""
+"""ChatMarkdown: streamed text ends up drawn exactly as Textual's Markdown draws the same text
+rendered at once."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Markdown
 
-from tui.app.widgets.chat_markdown import ChatMarkdown, GrowingList
+from tui.app.widgets.chat_markdown import ChatMarkdown, GrowingBulletList
 from tui.app.widgets.folded_text import picture_of
 
 BULLETS = "".join(f"- item {n} with **bold** and `code`, some words to wrap\n" for n in range(14))
@@ -36,7 +37,7 @@ async def test_a_streamed_list_looks_like_the_same_list_rendered_at_once(text: s
             await stream.write(text[start : start + 7])
             await pilot.pause()
         await stream.stop()
-        at_once = ChatMarkdown(text)
+        at_once = Markdown(text)
         await log.mount(at_once)
         await pilot.pause()
         assert streamed.source == text
@@ -51,10 +52,10 @@ async def test_a_streamed_list_keeps_its_finished_items() -> None:
         first, rest = BULLETS[:200], BULLETS[200:]
         await streamed.append(first)
         await pilot.pause()
-        (growing,) = streamed.query_children(GrowingList)
+        (growing,) = streamed.query_children(GrowingBulletList)
         rows = list(growing.query_children(Horizontal))
         await streamed.append(rest)
         await pilot.pause()
-        assert streamed.query_children(GrowingList).first() is growing
+        assert streamed.query_children(GrowingBulletList).first() is growing
         now = list(growing.query_children(Horizontal))
         assert len(now) == BULLETS.count("\n") and now[: len(rows) - 1] == rows[:-1]

@@ -53,11 +53,12 @@ def number_width(block: MarkdownBlock, count: int) -> int:
     return len(str(start + count - 1))
 
 
-class GrowingBulletList(GrowingList, BulletList):
+# Textual's own list class comes first: Textual inherits DEFAULT_CSS along first bases only.
+class GrowingBulletList(BulletList, GrowingList):
     """A bullet list streamed item by item (see :class:`GrowingList`)."""
 
 
-class GrowingOrderedList(GrowingList, OrderedList):
+class GrowingOrderedList(OrderedList, GrowingList):
     """An ordered list streamed item by item (see :class:`GrowingList`)."""
 
 
