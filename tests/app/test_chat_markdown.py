@@ -42,6 +42,7 @@ async def test_a_streamed_list_looks_like_the_same_list_rendered_at_once(text: s
         await pilot.pause()
         assert streamed.source == text
         assert picture_of(streamed) == picture_of(at_once)
+        assert streamed.shows(text), "a segment streamed right needs no final render"
 
 
 async def test_a_streamed_list_keeps_its_finished_items() -> None:
@@ -59,3 +60,18 @@ async def test_a_streamed_list_keeps_its_finished_items() -> None:
         assert streamed.query_children(GrowingBulletList).first() is growing
         now = list(growing.query_children(Horizontal))
         assert len(now) == BULLETS.count("\n") and now[: len(rows) - 1] == rows[:-1]
+
+
+async def test_shows_tells_blocks_that_are_not_those_of_the_text() -> None:
+    app = MarkdownApp()
+    async with app.run_test(size=(70, 60)) as pilot:
+        part = ChatMarkdown(NESTED)
+        await app.query_one("#log").mount(part)
+        await pilot.pause()
+        assert part.shows(NESTED)
+        assert not part.shows(NESTED + "\n- one more\n")  # text it does not hold
+        await part.append("Title\n")  # a paragraph so far...
+        await pilot.pause()
+        assert part.shows(NESTED + "Title\n")
+        part._markdown += "===\n"  # ...that this makes a heading, not streamed to the blocks
+        assert not part.shows(NESTED + "Title\n===\n")

@@ -372,17 +372,23 @@ async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme
         pane = app.main_screen.chat_pane
         message = pane.messages[-1]
         await fold_all(pilot)
-        last = message.text_parts()[-1]
-        assert isinstance(last, FoldedText)
+        view = pane.log_view.region
+        index, shown = next(
+            (index, part)
+            for index, part in enumerate(message.text_parts())
+            if part.region.overlaps(view)
+        )
+        assert isinstance(shown, FoldedText)
 
-        await pilot.hover(last)  # links, selection and wide code need the real widgets
-        await wait_until(pilot, lambda: last.parent is None, "the part under the mouse unfolding")
-        assert isinstance(message.text_parts()[-1], Markdown)
+        # links, selection and wide code need the real widgets
+        await pilot.hover(shown, offset=(2, max(0, view.y - shown.region.y) + 1))
+        await wait_until(pilot, lambda: shown.parent is None, "the part under the mouse unfolding")
+        assert isinstance(message.text_parts()[index], Markdown)
         await pilot.hover("#chat-input")
         await fold_all(pilot)
         assert all(isinstance(part, FoldedText) for part in message.text_parts())
 
-        width = pane.log_view.region.width
+        width = view.width
         await pilot.resize_terminal(SIZE[0] - 20, SIZE[1])
         await fold_all(pilot)  # stale pictures near the view unfold, then fold again
         view = pane.log_view.region
@@ -401,6 +407,21 @@ async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme
         near = [part for part in message.text_parts() if part.region.overlaps(view)]
         assert all(isinstance(part, FoldedText) and not part.stale for part in near)
         assert message.shown_text() == answer
+
+
+async def test_a_long_answer_that_arrives_at_once_ends_in_view(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        answer = "".join(f"- item {n} of a long list\n" for n in range(120))
+        server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
+        await send(pilot, "list everything")  # faster than the writes are laid out
+        log = app.main_screen.chat_pane.log_view
+        await wait_until(pilot, lambda: log.max_scroll_y > 0, "the answer laid out")
+        await pilot.pause()
+        assert log.is_anchored and log.scroll_y == log.max_scroll_y
 
 
 async def test_input_history_walks_back_and_returns_the_draft(engine: ChatEngine) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from markdown_it import MarkdownIt
 from textual.await_complete import AwaitComplete
 from textual.containers import Horizontal
 from textual.geometry import Size
@@ -95,6 +96,22 @@ class ChatMarkdown(Markdown):
             self.last_append_seconds = time.perf_counter() - began
 
         return AwaitComplete(batched())
+
+    def shows(self, markdown: str) -> bool:
+        """True if the blocks on screen are the blocks ``markdown`` parses into (their kind
+        and source lines): a streamed segment that does needs no final render."""
+        tokens = MarkdownIt("gfm-like").parse(markdown)
+        wanted = [
+            (token.type, tuple(token.map))
+            for token in tokens
+            if token.level == 0 and token.nesting >= 0 and token.map is not None
+        ]
+        shown = [
+            (block._token.type, tuple(block.source_range))
+            for block in self.children
+            if isinstance(block, MarkdownBlock) and block._token is not None
+        ]
+        return self.source == markdown and shown == wanted
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The height of the blocks at ``width``, whatever the height of ``container``.

@@ -251,7 +251,8 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
 
     async def close_segment(self) -> None:
         """Finish the open text segment: drain the stream, then render the whole segment once
-        (a streamed partial block can leave the incremental parser in a stale state)."""
+        if the streamed blocks are not those of the whole text (a streamed partial block can
+        leave the incremental parser in a stale state)."""
         await self._write_pending()
         stream, segment = self._stream, self._segment
         self._stream = None
@@ -260,7 +261,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         try:
             if stream is not None:
                 await stream.stop()
-            if segment is not None:
+            if segment is not None and not segment.shows(self._segment_text):
                 await segment.update(self._segment_text)
         finally:
             self._closing = None

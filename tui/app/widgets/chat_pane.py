@@ -243,6 +243,9 @@ memory tools (shown inline; **Enter** on one expands it).
         self._settled: dict[Widget, Size] = {}  # finished parts and their size at the last look
         self.set_interval(FOLD_INTERVAL, self._refold)
         self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
+        # text is laid out after it is written (writes are paced and batched): the log starts
+        # to follow once the layout shows it overflowing
+        self.watch(self.log_view, "virtual_size", self._laid_out, init=False)
         self.watch(self.app, "theme", self._look_again, init=False)
 
     def _scrolled(self) -> None:
@@ -352,6 +355,10 @@ memory tools (shown inline; **Enter** on one expands it).
         log.anchor(False)
         log.scroll_home(animate=False, immediate=True)
         self.call_after_refresh(self.follow_output)
+
+    def _laid_out(self) -> None:
+        if self.log_view.query_children(ChatMessage):  # not the setup explainer alone
+            self.follow_output()
 
     def follow_output(self) -> None:
         """Anchor the log to the bottom once it overflows (until the user scrolls up)."""
