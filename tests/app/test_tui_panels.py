@@ -9,6 +9,7 @@ refresh them after an intended change, then look at ``tests/__snapshots__/test_t
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -729,10 +730,11 @@ def test_every_panel_explains_itself_for_f1() -> None:
 
 
 class MaskedStatsPanel(StatsPanel):
-    """Stats without the temp-dir path and the byte size, which differ from run to run."""
+    """Stats without the temp-dir path, the byte size and the resident memory, which differ
+    from run to run."""
 
     def describe_stats(self) -> list[tuple[str, Text]]:
-        masked = {"workspace": "<workspace>", "index size": "<size>"}
+        masked = {"workspace": "<workspace>", "index size": "<size>", "memory": "<memory>"}
         return [
             (label, Text(masked[label]) if label in masked else value)
             for label, value in super().describe_stats()
@@ -959,3 +961,24 @@ def test_the_search_help_shows_the_score_formula(engine: MemoryEngine) -> None:
 
     panel = SearchPanel(engine, now=NOW)
     assert score_formula(engine.search_options) in panel.HELP
+
+
+def test_stats_show_the_app_s_memory_and_the_embedding_helper_s() -> None:
+    from tui.app.panels.stats_panel import describe_memory
+
+    assert describe_memory({"memory_mb": 112.6}) == "113 MB"
+    assert (
+        describe_memory({"memory_mb": 98.2, "helper_memory_mb": 125.4})
+        == "98 MB · embedding helper 125 MB"
+    )
+    assert (
+        describe_memory({"memory_mb": 98.2, "helper_memory_mb": None})
+        == "98 MB · embedding helper stopped while idle"
+    )
+    assert describe_memory({"memory_mb": None}) == ""  # no /proc here
+
+
+def test_engine_stats_report_resident_memory(engine: MemoryEngine) -> None:
+    stats = engine.stats()
+    if sys.platform.startswith("linux"):
+        assert isinstance(stats["memory_mb"], float) and stats["memory_mb"] > 10

@@ -45,7 +45,7 @@ from typing import IO, Any
 import numpy as np
 
 from .embeddings import DEFAULT_MODEL, Embedder, EmbeddingError, ModelSpec, _pad_ids, _tokenizer
-from .heap import release_free_memory
+from .heap import release_free_memory, resident_mb
 
 __all__ = ["DEFAULT_IDLE_EXIT", "HelperEmbedder"]
 
@@ -147,15 +147,7 @@ class HelperEmbedder(Embedder):
     def helper_rss_mb(self) -> float | None:
         """The running helper's resident memory in MB (Linux ``/proc``), or None."""
         pid = self.helper_pid
-        if pid is None:
-            return None
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        except (OSError, ValueError):
-            return None
-        return None
+        return None if pid is None else resident_mb(pid)
 
     def load(self) -> None:
         """Load the tokenizer here and the model in a (new) helper; idempotent, thread-safe."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from . import usage
 from .chunker import ChunkParams
 from .embeddings import Embedder, EmbeddingError, count_tokens, count_tokens_batch
+from .heap import resident_mb
 from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
 from .metadata import EntryMeta
@@ -293,11 +294,16 @@ class MemoryEngine:
         return injection
 
     def stats(self) -> dict[str, object]:
-        """Files, chunks, index size, model state."""
+        """Files, chunks, index size, model state, resident memory (and the embedding
+        helper's)."""
         stats = self.index.stats()
         stats["workspace"] = str(self.workspace.root)
         stats["model"] = self.embedder.spec.name
         stats["model_loaded"] = self.model_loaded
+        stats["memory_mb"] = resident_mb()
+        helper_rss_mb = getattr(self.embedder, "helper_rss_mb", None)
+        if helper_rss_mb is not None:  # the model runs in a helper process (None: stopped)
+            stats["helper_memory_mb"] = helper_rss_mb()
         return stats
 
     def close(self) -> None:

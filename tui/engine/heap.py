@@ -1,4 +1,5 @@
-"""Hand memory freed by a heavy phase (model load, indexing) back to the operating system.
+"""Hand memory freed by a heavy phase (model load, indexing) back to the operating system, and
+read how much a process holds.
 
 glibc keeps freed blocks inside the process: after the model loads or a batch of chunks is
 embedded, hundreds of MB can stay resident though nothing uses them (tests/bench/memory.py
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["release_free_memory"]
+__all__ = ["release_free_memory", "resident_mb"]
 
 _trim: Callable[[int], int] | None = None
 _looked_up = False
@@ -32,3 +34,19 @@ def release_free_memory() -> None:
                 _trim = None
     if _trim is not None:
         _trim(0)
+
+
+def resident_mb(pid: int | None = None) -> float | None:
+    """The resident memory (``VmRSS``) of process ``pid`` (this one by default) in MB, or None
+    where ``/proc`` does not tell (not Linux, process gone)."""
+    try:
+        status = Path(f"/proc/{pid or 'self'}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            try:
+                return round(int(line.split()[1]) / 1024, 1)
+            except (IndexError, ValueError):
+                return None
+    return None

@@ -42,6 +42,22 @@ def format_bytes(size: int) -> str:
     return f"{value:.1f} GB"
 
 
+def describe_memory(stats: dict[str, object]) -> str:
+    """"113 MB · embedding helper 125 MB" (or "… stopped while idle"): the app's resident
+    memory and, when the model runs in a helper process, the helper's."""
+    parts = []
+    app = stats.get("memory_mb")
+    if isinstance(app, int | float):
+        parts.append(f"{app:,.0f} MB")
+    if "helper_memory_mb" in stats:
+        helper = stats["helper_memory_mb"]
+        if isinstance(helper, int | float):
+            parts.append(f"embedding helper {helper:,.0f} MB")
+        else:
+            parts.append("embedding helper stopped while idle")
+    return " · ".join(parts)
+
+
 def _count(stats: dict[str, object], key: str) -> int:
     value = stats.get(key, 0)
     return int(value) if isinstance(value, int | float) else 0
@@ -216,6 +232,9 @@ last written and what happened. The log below records trigger and index events a
             ("index size", Text(format_bytes(_count(stats, "index_bytes")))),
             ("model", Text.assemble(str(stats.get("model", "")), " ", (label, color))),
         ]
+        memory = describe_memory(stats)
+        if memory:
+            rows.append(("memory", Text(memory)))
         if self.progress:
             note = " — BM25 only for them meanwhile" if self.progress.startswith("embedding") else ""
             rows.append(("indexing", Text(self.progress + note, style="bold yellow")))
