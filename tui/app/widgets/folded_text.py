@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual import events
-from textual._compositor import Compositor
+from textual._compositor import Compositor  # no public API draws a widget's subtree to lines
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
