@@ -833,6 +833,43 @@ async def test_the_preview_shows_every_injected_item_s_score(engine: MemoryEngin
         assert "\n# Long-term Memory" not in "\n" + panel.injection.text
 
 
+async def test_after_the_helper_s_idle_exit_the_preview_comes_at_once_then_hybrid(
+    tmp_path: Path,
+) -> None:
+    from tui.engine.embed_helper import HelperEmbedder
+    from tui.engine.engine import MODEL_STARTING
+
+    helper = HelperEmbedder(idle_exit=0.5)
+    engine = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=helper)
+    try:
+        engine.load_model()
+        engine.sync()
+        app = DraftHost(lambda: InjectionPanel(engine, now=NOW, debounce=0.01))
+        async with app.run_test(size=SIZE) as pilot:
+            panel = app.query_one(InjectionPanel)
+            await wait_until(pilot, lambda: helper.helper_pid is None, "the idle exit")
+            panel.preview("hotel in Lisbon")  # a pasted draft: one keystroke
+            await wait_until(
+                pilot,
+                lambda: panel.injection is not None and "Alfama" in panel.injection.text,
+                "the preview",
+            )
+            injection = panel.injection
+            assert injection is not None
+            # BM25-only at once (the model takes 0.5-1 s to start again)...
+            assert MODEL_STARTING in injection.report.notes
+            # ...then built again, hybrid, once it is up
+            await wait_until(
+                pilot,
+                lambda: panel.injection is not injection
+                and MODEL_STARTING not in panel.injection.report.notes,
+                "the preview rebuilt once the model is up",
+            )
+            assert engine.model_ready_now and helper.starts == 2
+    finally:
+        engine.close()
+
+
 async def test_saving_keeps_the_final_newline_so_an_outside_append_stays_on_its_line(
     engine: MemoryEngine,
 ) -> None:

@@ -18,7 +18,7 @@ from support.fakeopenai import FakeOpenAI
 
 from tui.engine.embed_helper import HelperEmbedder
 from tui.engine.embeddings import Embedder, EmbeddingError
-from tui.engine.engine import MemoryEngine
+from tui.engine.engine import MODEL_STARTING, MemoryEngine
 from tui.engine.remote_embeddings import RemoteEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,6 +184,41 @@ def test_swapping_to_the_helper_keeps_the_index(tmp_path, embedder):
     finally:
         engine.close()
     assert helper.helper_pid is None  # closing the engine stops the helper
+
+
+def test_a_preview_does_not_wait_for_the_helper_to_restart(tmp_path, embedder):
+    helper = HelperEmbedder(idle_exit=0.3)
+    engine = MemoryEngine(_workspace(tmp_path), embedder=helper)
+    try:
+        engine.load_model()
+        engine.sync()
+        assert engine.search("trip to Lisbon", now=NOW).mode == "hybrid"
+        assert _wait_for(lambda: helper.helper_pid is None)  # idle exit
+        assert engine.model_loaded and not engine.model_ready_now
+
+        preview = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
+        assert MODEL_STARTING in preview.report.notes
+        assert "Lisbon" in preview.text  # BM25 still finds it
+        assert _wait_for(lambda: engine.model_ready_now)  # started in the background
+        assert helper.starts == 2
+        again = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
+        assert MODEL_STARTING not in again.report.notes
+        assert engine.search("trip to Lisbon", now=NOW, wait_for_model=False).mode == "hybrid"
+    finally:
+        engine.close()
+
+
+def test_a_turn_waits_for_the_helper_to_restart(tmp_path, embedder):
+    helper = HelperEmbedder(idle_exit=0.3)
+    engine = MemoryEngine(_workspace(tmp_path), embedder=helper)
+    try:
+        engine.load_model()
+        engine.sync()
+        assert _wait_for(lambda: helper.helper_pid is None)
+        response = engine.search("trip to Lisbon", now=NOW)  # waits: hybrid, no note
+        assert response.mode == "hybrid" and MODEL_STARTING not in response.notes
+    finally:
+        engine.close()
 
 
 def test_swapping_to_another_model_rebuilds_atomically(tmp_path, embedder):

@@ -128,6 +128,7 @@ class HelperEmbedder(Embedder):
         self._stderr: IO[bytes] | None = None
         self._last_used = 0.0
         self._reaper: threading.Thread | None = None
+        self._warming: threading.Thread | None = None
         self._closing = threading.Event()
         #: How many helper processes have been started (one more after each idle exit).
         self.starts = 0
@@ -137,6 +138,33 @@ class HelperEmbedder(Embedder):
     def loaded(self) -> bool:
         """Whether the model has loaded (in a helper that may since have exited idle)."""
         return self._ready
+
+    @property
+    def ready_now(self) -> bool:
+        """Whether the model is loaded in a running helper (after an idle exit, the next
+        embedding waits 0.5-1 s for a new one)."""
+        return self._ready and self.helper_pid is not None
+
+    def warm(self) -> None:
+        """Start a helper in the background if none runs (after an idle exit), so that the
+        next embedding does not wait for it; failures surface at that embedding."""
+        if not self._ready or self.ready_now or self._closing.is_set():
+            return
+        with self._lock:
+            if self._warming is not None and self._warming.is_alive():
+                return
+            self._warming = threading.Thread(
+                target=self._warm, name="embed-helper-warm", daemon=True
+            )
+            self._warming.start()
+
+    def _warm(self) -> None:
+        with self._io_lock:
+            if self._proc is not None or self._closing.is_set():
+                return
+            with contextlib.suppress(EmbeddingError):
+                self._start()
+            self._touch()
 
     @property
     def helper_pid(self) -> int | None:

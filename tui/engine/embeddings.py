@@ -415,6 +415,14 @@ class Embedder:
         """Whether the ONNX session is ready."""
         return self._session is not None
 
+    @property
+    def ready_now(self) -> bool:
+        """Whether an embedding now would not wait for a model to start."""
+        return self.loaded
+
+    def warm(self) -> None:
+        """Get ready for an embedding soon, in the background (here: nothing to do)."""
+
     def load(self) -> None:
         """Load tokenizer and ONNX session (idempotent, thread-safe); may download files."""
         if self._session is not None:

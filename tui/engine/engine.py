@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from .remote_embeddings import RemoteEmbedder
 
 
+#: The note of a search done BM25-only because the embedding model was starting.
+MODEL_STARTING = "embedding model starting (idle exit): BM25 only for now"
+
+
 @dataclass(frozen=True)
 class MemoryChange:
     """What a write changed: workspace-relative ``paths`` (the index already follows them) and
@@ -133,6 +137,12 @@ class MemoryEngine:
     def model_loaded(self) -> bool:
         return self.embedder.loaded
 
+    @property
+    def model_ready_now(self) -> bool:
+        """Whether a query embedding now would not wait for the model to start (an embedding
+        helper restarts after an idle exit)."""
+        return self.embedder.ready_now
+
     def load_model(self) -> None:
         """Load the embedding model (blocking; call it from a worker)."""
         with self._model_lock:
@@ -237,16 +247,22 @@ class MemoryEngine:
         options: SearchOptions | None = None,
         *,
         now: date | None = None,
+        wait_for_model: bool = True,
         **overrides: object,
     ) -> SearchResponse:
-        """Hybrid search when the model is loaded, BM25-only before."""
+        """Hybrid search when the model is loaded, BM25-only before. ``wait_for_model=False``
+        (the live preview): if the model is not ready now (its helper restarting), search
+        BM25-only and have the model start meanwhile, instead of waiting for it."""
         self.index.refresh()  # another process may have rebuilt the index file (a stat)
         opts = options or self.search_options
         if overrides:
             opts = replace(opts, **overrides)
         intent = parse_time_intent(query, now or date.today()) if opts.decay else TimeIntent()
         query_vector = None
-        if self.model_loaded and query.strip():
+        starting = self.model_loaded and not wait_for_model and not self.embedder.ready_now
+        if starting:
+            self.embedder.warm()
+        elif self.model_loaded and query.strip():
             try:
                 query_vector = self.embedder.embed_query(retrieval_text(query, intent) or query)
             except EmbeddingError:
@@ -258,6 +274,8 @@ class MemoryEngine:
         problem = getattr(self.embedder, "problem", None)
         if query_vector is None and problem:
             response.notes.append(f"{problem}: BM25 only")
+        if starting:
+            response.notes.append(MODEL_STARTING)
         pending = self.index.pending_embeddings() if response.mode == "hybrid" else 0
         if pending:
             response.notes.append(
@@ -266,9 +284,15 @@ class MemoryEngine:
         return response
 
     def inject(
-        self, query: str, *, budget: int | None = None, now: date | None = None
+        self,
+        query: str,
+        *,
+        budget: int | None = None,
+        now: date | None = None,
+        wait_for_model: bool = True,
     ) -> Injection:
-        """The memory block for the next prompt and its report."""
+        """The memory block for the next prompt and its report (``wait_for_model``: see
+        :meth:`search`)."""
         options = (
             self.injection_options
             if budget is None
@@ -278,6 +302,7 @@ class MemoryEngine:
             self.search(
                 query,
                 now=now,
+                wait_for_model=wait_for_model,
                 max_results=options.max_memories,
                 candidate_multiplier=options.candidate_multiplier,
             )

@@ -18,11 +18,13 @@ from textual.worker import get_current_worker
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_score
 from tui.chat.sessions import TurnInjection
-from tui.engine.engine import MemoryEngine
+from tui.engine.engine import MODEL_STARTING, MemoryEngine
 from tui.engine.inject import Injection, InjectionReport
 
 #: Keystrokes closer together than this are coalesced into one preview.
 PREVIEW_DEBOUNCE_S = 0.12
+#: How often a BM25-only preview looks whether the embedding model has started again (s).
+MODEL_POLL_S = 0.25
 
 
 def render_block(text: str) -> Text:
@@ -247,6 +249,15 @@ updated as you type (long-term memory first, then relevant memories found for yo
         """Memory changed: rebuild the preview for the current draft."""
         self._start_preview()
 
+    def _when_model_ready(self) -> None:
+        """The preview was BM25-only while the model started: build it again once it is up."""
+        if not self.engine.model_loaded:
+            return
+        if self.engine.model_ready_now:
+            self._start_preview()
+        else:
+            self.set_timer(MODEL_POLL_S, self._when_model_ready)
+
     def _start_preview(self) -> None:
         if self._debounce_timer is not None:
             self._debounce_timer.stop()
@@ -257,7 +268,10 @@ updated as you type (long-term memory first, then relevant memories found for yo
 
     @work(thread=True, exclusive=True, group="injection-preview", exit_on_error=False)
     def _build_injection(self, draft: str, generation: int) -> None:
-        injection = self.engine.inject(draft, budget=self.budget, now=self.now)
+        # after the embedding helper's idle exit, preview BM25-only while it starts again
+        injection = self.engine.inject(
+            draft, budget=self.budget, now=self.now, wait_for_model=False
+        )
         if not get_current_worker().is_cancelled:
             self.post_message(self.Ready(draft, generation, injection))
 
@@ -267,6 +281,8 @@ updated as you type (long-term memory first, then relevant memories found for yo
         if message.generation != self._generation:
             return  # a newer draft is on its way
         self.injection = message.injection
+        if MODEL_STARTING in message.injection.report.notes:
+            self.set_timer(MODEL_POLL_S, self._when_model_ready)
         report = message.injection.report
         relevant = sum(1 for item in report.included if item.kind == "relevant")
         self.post_message(
