@@ -186,7 +186,9 @@ def test_swapping_to_the_helper_keeps_the_index(tmp_path, embedder):
     assert helper.helper_pid is None  # closing the engine stops the helper
 
 
-def test_a_preview_does_not_wait_for_the_helper_to_restart(tmp_path, embedder):
+@pytest.fixture
+def idle_engine(tmp_path):
+    """An engine whose embedding helper loaded the model, embedded everything and exited idle."""
     helper = HelperEmbedder(idle_exit=0.3)
     engine = MemoryEngine(_workspace(tmp_path), embedder=helper)
     try:
@@ -195,30 +197,27 @@ def test_a_preview_does_not_wait_for_the_helper_to_restart(tmp_path, embedder):
         assert engine.search("trip to Lisbon", now=NOW).mode == "hybrid"
         assert _wait_for(lambda: helper.helper_pid is None)  # idle exit
         assert engine.model_loaded and not engine.model_ready_now
-
-        preview = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
-        assert MODEL_STARTING in preview.report.notes
-        assert "Lisbon" in preview.text  # BM25 still finds it
-        assert _wait_for(lambda: engine.model_ready_now)  # started in the background
-        assert helper.starts == 2
-        again = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
-        assert MODEL_STARTING not in again.report.notes
-        assert engine.search("trip to Lisbon", now=NOW, wait_for_model=False).mode == "hybrid"
+        yield engine
     finally:
         engine.close()
 
 
-def test_a_turn_waits_for_the_helper_to_restart(tmp_path, embedder):
-    helper = HelperEmbedder(idle_exit=0.3)
-    engine = MemoryEngine(_workspace(tmp_path), embedder=helper)
-    try:
-        engine.load_model()
-        engine.sync()
-        assert _wait_for(lambda: helper.helper_pid is None)
-        response = engine.search("trip to Lisbon", now=NOW)  # waits: hybrid, no note
-        assert response.mode == "hybrid" and MODEL_STARTING not in response.notes
-    finally:
-        engine.close()
+def test_a_preview_does_not_wait_for_the_helper_to_restart(idle_engine):
+    engine = idle_engine
+    preview = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
+    assert MODEL_STARTING in preview.report.notes
+    assert "Lisbon" in preview.text  # BM25 still finds it
+    assert _wait_for(lambda: engine.model_ready_now)  # started in the background
+    assert engine.embedder.starts == 2
+    again = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
+    assert MODEL_STARTING not in again.report.notes
+    assert engine.search("trip to Lisbon", now=NOW, wait_for_model=False).mode == "hybrid"
+
+
+def test_a_turn_waits_for_the_helper_to_restart(idle_engine):
+    response = idle_engine.search("trip to Lisbon", now=NOW)  # waits: hybrid, no note
+    assert response.mode == "hybrid" and MODEL_STARTING not in response.notes
+    assert idle_engine.embedder.starts == 2
 
 
 def test_swapping_to_another_model_rebuilds_atomically(tmp_path, embedder):
