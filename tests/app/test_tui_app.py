@@ -409,6 +409,24 @@ async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme
         assert message.shown_text() == answer
 
 
+async def test_a_fold_that_finds_its_message_gone_does_nothing(
+    engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await long_answer(pilot, server)
+        pane = app.main_screen.chat_pane
+        message = pane.messages[-1]
+        part = message.text_parts()[0]
+        stand_in = FoldedText.of(part)
+        app.main_screen.action_new_session()  # a session switch clears the log meanwhile
+        await wait_until(pilot, lambda: not pane.messages, "the log cleared")
+        await message.swap_part(part, stand_in)
+        assert stand_in.parent is None and not message.is_attached
+
+
 async def test_a_long_answer_that_arrives_at_once_ends_in_view(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:

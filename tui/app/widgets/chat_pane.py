@@ -313,7 +313,7 @@ memory tools (shown inline; **Enter** on one expands it).
         """The widgets (and their ancestors) under the mouse, focused or holding a selection:
         a part among them stays (or comes back) unfolded."""
         screen = self.screen
-        used = [self.app.mouse_over, screen.focused, *screen.selections]
+        used = [self.app.mouse_over, screen.focused, *getattr(screen, "selections", {})]
         return {
             node for widget in used if widget is not None for node in widget.ancestors_with_self
         }
