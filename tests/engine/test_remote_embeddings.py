@@ -65,6 +65,20 @@ def test_search_is_hybrid_with_the_remote_provider(tmp_path, fake_openai):
         engine.close()
 
 
+def test_the_live_preview_is_hybrid_with_the_remote_provider(tmp_path, fake_openai):
+    engine = MemoryEngine(make_workspace(tmp_path), embedder=remote(fake_openai))
+    try:
+        engine.load_model()
+        engine.sync()
+        assert engine.model_ready_now  # nothing to start: the endpoint answered
+        preview = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
+        assert "Lisbon" in preview.text and not preview.report.notes
+        response = engine.search("trip to Lisbon", now=NOW, wait_for_model=False)
+        assert response.mode == "hybrid"
+    finally:
+        engine.close()
+
+
 def test_switching_provider_rebuilds_the_index(tmp_path, fake_openai, embedder):
     root = make_workspace(tmp_path)
     engine = MemoryEngine(root, embedder=embedder)

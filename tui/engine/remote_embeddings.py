@@ -142,6 +142,14 @@ class RemoteEmbedder:
         """Whether the endpoint answered (and has not failed since)."""
         return self._loaded
 
+    @property
+    def ready_now(self) -> bool:
+        """Whether an embedding now would not wait for a model to start: the server has it."""
+        return self._loaded
+
+    def warm(self) -> None:
+        """Nothing to start here (see :meth:`Embedder.warm`)."""
+
     def load(self) -> None:
         """Check the endpoint with one tiny request; raises :class:`RemoteEmbeddingError`."""
         if self._loaded:
