@@ -32,11 +32,14 @@ class GrowingList(MarkdownBlock):
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         rows = list(self.query_children(Horizontal))
         items = [item for item in block._blocks if isinstance(item, LIST_ITEMS)]
-        if type(block) is not type(self) or not rows or len(items) < len(rows):
-            await super()._update_from_block(block)
-            return
-        if isinstance(block, OrderedList) and number_width(block, len(items)) != (
-            number_width(block, len(rows))
+        if (
+            type(block) is not type(self)
+            or not rows
+            or len(items) < len(rows)
+            or (
+                isinstance(block, OrderedList)
+                and number_width(block, len(items)) != number_width(block, len(rows))
+            )
         ):
             await super()._update_from_block(block)
             return
@@ -100,6 +103,8 @@ class ChatMarkdown(Markdown):
     def shows(self, markdown: str) -> bool:
         """True if the blocks on screen are the blocks ``markdown`` parses into (their kind
         and source lines): a streamed segment that does needs no final render."""
+        if self.source != markdown:
+            return False
         tokens = MarkdownIt("gfm-like").parse(markdown)
         wanted = [
             (token.type, tuple(token.map))
@@ -111,7 +116,7 @@ class ChatMarkdown(Markdown):
             for block in self.children
             if isinstance(block, MarkdownBlock) and block._token is not None
         ]
-        return self.source == markdown and shown == wanted
+        return shown == wanted
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The height of the blocks at ``width``, whatever the height of ``container``.
