@@ -9,6 +9,7 @@ are bounded polls (``wait_until``), never speed assertions. Snapshots: ``pytest
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import subprocess
 import sys
@@ -329,25 +330,29 @@ async def fold_all(pilot: Pilot) -> None:
     raise AssertionError("the fold passes never settled")
 
 
-async def long_answer(pilot: Pilot, server: FakeOpenAI) -> str:
-    """Send a message whose streamed answer is many segments long; the answer."""
+@contextlib.asynccontextmanager
+async def after_a_long_answer(
+    engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[MemdeckApp, Pilot, str]]:
+    """The app once a message got a streamed answer many segments long: the app, its pilot
+    and the answer. Finished text folds only when the test asks (no fold timer)."""
     from tui.app.widgets.chat_message import SEGMENT_CHARS
 
+    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
     block = "- an item about the **trip**, the hotel and the `train`\n" * 6 + "\n"
     answer = "## The trip\n\n" + block * (SEGMENT_CHARS * 8 // len(block) + 1)
-    server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
-    await send(pilot, "tell me everything")
-    return answer
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
+        await send(pilot, "tell me everything")
+        yield app, pilot, answer
 
 
 async def test_finished_answer_text_folds_into_a_picture_that_looks_the_same(
     engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)  # fold when the test asks
-    app = build_app(engine, engine.memory.workspace.root.parent)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        answer = await long_answer(pilot, server)
+    async with after_a_long_answer(engine, server, monkeypatch) as (app, pilot, answer):
         message = app.main_screen.chat_pane.messages[-1]
         assert not message.query_children(FoldedText)
         await pilot.pause()
@@ -364,11 +369,7 @@ async def test_finished_answer_text_folds_into_a_picture_that_looks_the_same(
 async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme(
     engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
-    app = build_app(engine, engine.memory.workspace.root.parent)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        answer = await long_answer(pilot, server)
+    async with after_a_long_answer(engine, server, monkeypatch) as (app, pilot, answer):
         pane = app.main_screen.chat_pane
         message = pane.messages[-1]
         await fold_all(pilot)
@@ -412,11 +413,7 @@ async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme
 async def test_a_fold_that_finds_its_message_gone_does_nothing(
     engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
-    app = build_app(engine, engine.memory.workspace.root.parent)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await long_answer(pilot, server)
+    async with after_a_long_answer(engine, server, monkeypatch) as (app, pilot, _answer):
         pane = app.main_screen.chat_pane
         message = pane.messages[-1]
         part = message.text_parts()[0]
