@@ -32,7 +32,7 @@ def count_words(text: str) -> int:
 def test_memory_title_is_not_nested_under_the_long_term_heading() -> None:
     memory = "# Long-term Memory\n\n## Preferences\n- Likes tea\n"
     injection = build_injection(memory, [], count_words)
-    assert injection.text.startswith(LONG_TERM_HEADING + "\n## Preferences\n- Likes tea")
+    assert injection.text.startswith(f"<memory-notes>\n{LONG_TERM_HEADING}\n## Preferences\n- Likes tea")
     assert "# Long-term Memory" not in injection.text.replace(LONG_TERM_HEADING, "")
     # a MEMORY.md without a title loses nothing
     untitled = build_injection("## Preferences\n- Likes tea\n", [], count_words)

@@ -319,7 +319,7 @@ def test_searching_while_a_sync_writes(engine):
 
 def test_injection_respects_budget_and_reports_cuts(engine):
     full = engine.inject("trip to Lisbon", now=NOW)
-    assert full.text.startswith("## Long-term Memory\n")
+    assert full.text.startswith("<memory-notes>\n## Long-term Memory\n")
     assert "## Relevant Memories\n### memory/2026-11-20.md\n- L4: Planned a trip" in full.text
     assert "<!--" not in full.text
     assert full.report.tokens_used <= full.report.budget

@@ -103,7 +103,7 @@ def test_search_limit_no_decay_and_bm25(workspace):
 def test_inject_and_stats_and_reindex(workspace):
     inject = memdeck("--workspace", str(workspace), "inject", "Lisbon trip", "--budget", "500")
     assert inject.returncode == 0, inject.stderr
-    assert inject.stdout.startswith("## Long-term Memory")
+    assert inject.stdout.startswith("<memory-notes>\n## Long-term Memory")
     assert "## Relevant Memories" in inject.stdout
     stats = memdeck("--workspace", str(workspace), "stats", "--json")
     assert json.loads(stats.stdout)["chunks"] >= 2

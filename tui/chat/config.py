@@ -165,6 +165,12 @@ class LLMSettings:
     max_tool_rounds: int = setting(
         8, "Model requests per turn before a tool-calling loop is stopped.", range=(1, 100)
     )
+    max_forgets_per_turn: int = setting(
+        3,
+        "Memories the model may forget in one turn before the user must confirm more "
+        "(the app asks; `memdeck ask` refuses them unless --allow-forget).",
+        range=(0, 1_000),
+    )
     max_tool_argument_chars: int = setting(
         65_536,
         "Longest arguments of one tool call; longer ones are refused (a tool error the model sees).",

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError
@@ -62,6 +62,21 @@ NON_BLANK = r"\S"
 
 class ToolArgumentError(ValueError):
     """A tool argument that does not fit its schema; the message names the parameter."""
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ForgetPlan:
+    """The entries a ``forget_memory`` call picked out, before anything is retired."""
+
+    query: str
+    entries: list[MemoryEntry]
+
+    def describe(self) -> list[str]:
+        """One line per entry: ``path#Lline: text``."""
+        return [f"{e.path}#L{e.start}: {_snippet(e.text, 160)}" for e in self.entries]
 
 
 @dataclass(frozen=True)
@@ -312,9 +327,12 @@ class MemoryTools:
         handler, spec = self._handlers.get(name), _SPECS.get(name)
         if handler is None or spec is None:
             return ToolResult.error("unknown_tool", f"there is no tool named {name[:80]!r}")
+        return self._guarded(name, lambda: handler(spec.validate(parse_arguments(raw_arguments))))
+
+    def _guarded(self, name: str, run: Callable[[], _T]) -> _T | ToolResult:
+        """``run()``, any failure turned into a one-line :class:`ToolResult` error."""
         try:
-            arguments = parse_arguments(raw_arguments)
-            return handler(spec.validate(arguments))
+            return run()
         except ToolArgumentError as exc:
             return ToolResult.error("validation_error", str(exc))
         except PathRefusedError as exc:
@@ -490,6 +508,22 @@ class MemoryTools:
 
     def forget_memory(self, arguments: dict[str, Any]) -> ToolResult:
         """Soft-delete the entries ``query`` picks out (at most :data:`MAX_FORGET`)."""
+        plan = self._plan_forget(arguments)
+        return plan if isinstance(plan, ToolResult) else self._apply_forget(plan)
+
+    def plan_forget(self, raw_arguments: str | dict[str, Any]) -> ForgetPlan | ToolResult:
+        """What ``forget_memory`` with these arguments would retire, without retiring anything;
+        a :class:`ToolResult` error when it would retire nothing (bad arguments, no match, too broad)."""
+        spec = _SPECS["forget_memory"]
+        return self._guarded(
+            "forget_memory", lambda: self._plan_forget(spec.validate(parse_arguments(raw_arguments)))
+        )
+
+    def apply_forget(self, plan: ForgetPlan) -> ToolResult:
+        """Retire what :meth:`plan_forget` found (those entries still unchanged in their file)."""
+        return self._guarded("forget_memory", lambda: self._apply_forget(plan))
+
+    def _plan_forget(self, arguments: dict[str, Any]) -> ForgetPlan | ToolResult:
         query = arguments["query"]
         found = self.find_entries(query)
         if not found:
@@ -503,7 +537,12 @@ class MemoryTools:
                 f"{len(found)} memories match; be more specific.",
                 matches=[f"{e.path}#L{e.start}: {_snippet(e.text, 120)}" for e in found[:10]],
             )
-        retired, change = self.memory.forget(found, reason=f"forget_memory: {query.strip()}")
+        return ForgetPlan(query, found)
+
+    def _apply_forget(self, plan: ForgetPlan) -> ToolResult:
+        retired, change = self.memory.forget(
+            plan.entries, reason=f"forget_memory: {plan.query.strip()}"
+        )
         return ToolResult(
             True,
             {

@@ -88,7 +88,17 @@ def _configure_ask(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="full-text memory search only, do not load the embedding model",
     )
+    parser.add_argument(
+        "--allow-forget",
+        action="store_true",
+        help="let the model forget more than max_forgets_per_turn memories in this turn "
+        "(refused otherwise; every forget stays in .memdeck/history.jsonl)",
+    )
     _add_llm_flags(parser)
+
+
+async def _allow_forget(_memories: list[str], _already: int) -> bool:
+    return True
 
 
 async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> int:
@@ -150,6 +160,8 @@ def _run_ask(args: argparse.Namespace) -> int:
         for warning in engine.memory.sync().warnings:
             print(f"memdeck: warning: {warning}", file=sys.stderr)
         engine.triggers.switch_session(session_id)
+        if args.allow_forget:
+            engine.confirm_forget = _allow_forget
         status = asyncio.run(_stream_turn(engine, session_id, args.question))
         if args.flush:
             for event in engine.triggers.end_session(session_id):

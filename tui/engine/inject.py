@@ -1,13 +1,19 @@
 """Build the memory block injected into the system prompt, under a token budget, with a report.
 
 ```
+<memory-notes>
 ## Long-term Memory
 <MEMORY.md, trimmed to its share of the budget>
 
 ## Relevant Memories
 ### memory/2026-11-20.md
 - L12-18: ...
+</memory-notes>
 ```
+
+Memory is data, never instructions: the block is delimited by markers the system prompt
+declares to enclose the user's notes, and any copy of a marker inside memory text is
+neutralised (:func:`neutralise_markers`), so a note cannot close the block and speak as the system.
 
 Relevant memories are packed by score until the budget is full (not a fixed count), then
 shown grouped by file (MEMORY.md first, daily logs oldest first, lines in file order), each
@@ -17,6 +23,7 @@ report lists what was included, what was cut and why.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -26,6 +33,34 @@ from .workspace import MEMORY_FILE
 
 LONG_TERM_HEADING = "## Long-term Memory"
 RELEVANT_HEADING = "## Relevant Memories"
+#: The tag of the block holding everything read from memory.
+MEMORY_TAG = "memory-notes"
+#: The tag of the block holding the summary of a compacted conversation.
+SUMMARY_TAG = "conversation-summary"
+
+_ANGLE_OPEN = "<\uff1c\u2039\u3008\u27e8\u2329\ufe64"
+_ANGLE_CLOSE = ">\uff1e\u203a\u3009\u27e9\u232a\ufe65"
+#: Anything a model could read as one of our markers: any bracket look-alike, optional slash,
+#: the tag with any separators (``memory notes``, ``MEMORY_NOTES``, ``memory\u200b-notes``).
+_MARKER = re.compile(
+    rf"[{_ANGLE_OPEN}][\s/\\\u2044\u2215\uff0f]*"
+    rf"(?:memory[\W_]{{0,4}}notes|conversation[\W_]{{0,4}}summary)[^{_ANGLE_CLOSE}\n]{{0,80}}"
+    rf"[{_ANGLE_CLOSE}]",
+    re.IGNORECASE,
+)
+
+
+def neutralise_markers(text: str) -> str:
+    """``text`` with every look-alike of a block marker defused: its brackets become
+    parentheses (``</memory-notes>`` → ``(/memory-notes)``), visible and unable to close a block."""
+    if "notes" not in text.lower() and "summary" not in text.lower():
+        return text
+    return _MARKER.sub(lambda m: "(" + m.group()[1:-1] + ")", text)
+
+
+def delimited_block(tag: str, body: str) -> str:
+    """``body`` between ``<tag>`` and ``</tag>`` with any marker inside it neutralised."""
+    return f"<{tag}>\n{neutralise_markers(body)}\n</{tag}>"
 
 
 @dataclass(frozen=True)
@@ -162,7 +197,7 @@ def build_injection(
     """Assemble the injected block from MEMORY.md's text and ranked search results."""
     budget = options.budget_tokens
     report = InjectionReport(budget=budget)
-    memory_lines = visible_memory_lines(memory_text)
+    memory_lines = [(n, neutralise_markers(t)) for n, t in visible_memory_lines(memory_text)]
     # MEMORY.md's own title ("# Long-term Memory") would repeat the block's heading one level up.
     first = next((i for i, (_, line) in enumerate(memory_lines) if line.strip()), None)
     if first is not None and memory_lines[first][1].startswith("# "):
@@ -172,9 +207,14 @@ def build_injection(
     line_tokens = [count_tokens(text) + 1 for _, text in memory_lines]
     report.memory_total_tokens = sum(line_tokens)
 
-    header_cost = count_tokens(LONG_TERM_HEADING) + count_tokens(RELEVANT_HEADING) + 4
+    header_cost = (
+        count_tokens(LONG_TERM_HEADING)
+        + count_tokens(RELEVANT_HEADING)
+        + count_tokens(delimited_block(MEMORY_TAG, ""))
+        + 4
+    )
     available = max(0, budget - header_cost)
-    relevant_items = [(r, format_relevant(r)) for r in results]
+    relevant_items = [(r, neutralise_markers(format_relevant(r))) for r in results]
     relevant_cost = [count_tokens(text) + 1 for _, text in relevant_items]
     memory_allowance = available
     if report.memory_total_tokens + sum(relevant_cost) > available:
@@ -253,6 +293,6 @@ def build_injection(
         parts.append(LONG_TERM_HEADING + "\n" + "\n".join(text for _, text in kept_lines).strip())
     if relevant_lines:
         parts.append(RELEVANT_HEADING + "\n" + "\n".join(relevant_lines))
-    text = "\n\n".join(parts)
+    text = delimited_block(MEMORY_TAG, "\n\n".join(parts)) if parts else ""
     report.tokens_used = count_tokens(text) if text else 0
     return Injection(text=text, report=report, results=packed)

@@ -398,6 +398,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         """The engine and the main widgets are there: wire them up and start the background."""
         engine = self.engine
         self._started = True
+        engine.confirm_forget = self._confirm_forget
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
         engine.triggers.follow_active_session(lambda: self.active_session)
@@ -769,6 +770,26 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
                 self._delete(target)
 
         self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
+
+    async def _confirm_forget(self, memories: list[str], already: int) -> bool:
+        """Ask whether the model may forget ``memories`` (past the per-turn limit); Keep is the default."""
+        from tui.app.screens.confirm_screen import ConfirmScreen
+
+        count = len(memories)
+        listed = "\n".join(f"• {line}" for line in memories)
+        question = (
+            f"The assistant wants to forget {count} more memor{'y' if count == 1 else 'ies'} "
+            f"({already} forgotten already this turn):\n\n{listed}\n\n"
+            "Forgotten memories stay in .memdeck/history.jsonl."
+        )
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def answered(yes: bool | None) -> None:
+            if not answer.done():
+                answer.set_result(bool(yes))
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Forget", cancel="Keep"), answered)
+        return await answer
 
     def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
         self.action_delete_session(message.session_id)
