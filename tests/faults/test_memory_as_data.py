@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,47 @@ def test_memdeck_ask_refuses_forgets_past_the_limit_unless_allowed(
     text = (root / "MEMORY.md").read_text(encoding="utf-8")
     assert (FACTS[3] not in text) is allow
     assert not any(fact in text for fact in FACTS[:3]) and FACTS[4] in text
+
+
+def test_every_forget_can_be_undone_byte_for_byte(tmp_path: Path) -> None:
+    """``memdeck forgotten`` lists what was forgotten; ``--restore N`` brings it back: a
+    MEMORY.md entry as it was written, a daily-log line exactly as before its mark."""
+    root = tmp_path / "ws"
+    workspace = Workspace.open(root)
+    seed_facts(root / "MEMORY.md")
+    log = workspace.daily_log(date(2026, 11, 20))
+    log_before = b"# 2026-11-20\r\n\r\n- Fixed the build \xc3\xa9 at 9\r\n- Lunch with Ana\r\n"
+    log.parent.mkdir(exist_ok=True)
+    log.write_bytes(log_before)
+    with FakeOpenAI(
+        FakeOpenAI.tool_calls(
+            ("forget_memory", {"query": FACTS[1]}), ("forget_memory", {"query": "Lunch with Ana"})
+        ),
+        FakeOpenAI.text("Done."),
+    ) as server:
+        env = memdeck_env(server, tmp_path)
+        asked = run_memdeck(["--workspace", str(root), "ask", "--bm25", "forget two"], env)
+    assert asked.returncode == 0, asked.stderr
+    assert FACTS[1] not in (root / "MEMORY.md").read_text(encoding="utf-8")
+    assert log.read_bytes() != log_before
+
+    listed = run_memdeck(["--workspace", str(root), "forgotten", "--json"], env)
+    assert listed.returncode == 0, listed.stderr
+    records = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert {(r["path"], r["text"]) for r in records} == {
+        ("MEMORY.md", FACTS[1]),
+        ("memory/2026-11-20.md", "Lunch with Ana"),
+    }
+    numbers = [str(r["number"]) for r in records]
+    restored = run_memdeck(
+        ["--workspace", str(root), "forgotten", "--restore", numbers[0], "--restore", numbers[1]],
+        env,
+    )
+    assert restored.returncode == 0 and "Traceback" not in restored.stderr, restored.stderr
+    assert log.read_bytes() == log_before
+    assert (root / "MEMORY.md").read_text(encoding="utf-8").endswith(f"- {FACTS[1]}\n")
+    again = run_memdeck(["--workspace", str(root), "forgotten"], env)
+    assert again.stdout.strip() == "nothing forgotten or superseded"
+    unknown = run_memdeck(["--workspace", str(root), "forgotten", "--restore", "999"], env)
+    assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
+    assert len(unknown.stderr.strip().splitlines()) == 1

@@ -92,7 +92,7 @@ def _configure_ask(parser: argparse.ArgumentParser) -> None:
         "--allow-forget",
         action="store_true",
         help="let the model forget more than max_forgets_per_turn memories in this turn "
-        "(refused otherwise; every forget stays in .memdeck/history.jsonl)",
+        "(refused otherwise; `memdeck forgotten --restore` undoes a forget)",
     )
     _add_llm_flags(parser)
 

@@ -276,10 +276,58 @@ def _run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- forgotten --
+
+
+def _configure_forgotten(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--restore",
+        type=int,
+        metavar="N",
+        action="append",
+        help="bring entry N of the list back (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per entry")
+
+
+def _run_forgotten(args: argparse.Namespace) -> int:
+    from ..engine.workspace import PathRefusedError
+
+    engine = open_engine(args)
+    try:
+        records = {r.number: r for r in engine.store.retired_records()}
+        if args.restore:
+            for number in args.restore:
+                record = records.get(number)
+                if record is None:
+                    raise CliError(f"no forgotten entry {number} (see `memdeck forgotten`)")
+                try:
+                    change = engine.restore(record)
+                except (OSError, PathRefusedError) as exc:
+                    raise CliError(f"entry {number} could not be restored: {exc}") from exc
+                if change is None:
+                    print(f"{number}: not restored: {record.path} no longer has it as forgotten")
+                else:
+                    print(f"{number}: restored to {record.path}: {record.text[:100]}")
+            return 0
+        if not records:
+            print("nothing forgotten or superseded")
+        for record in reversed(list(records.values())):
+            if args.json:
+                print(json.dumps(record.__dict__, ensure_ascii=False))
+                continue
+            text = " ".join(record.text.split())
+            print(
+                f"{record.number:>5}  {record.at[:16]}  {record.event:<10}  {record.path}: "
+                f"{text[:90]}{'…' if len(text) > 90 else ''}"
+            )
+    finally:
+        engine.close()
+    return 0
+
+
 COMMANDS = {
-    "search": Command(
-        "hybrid search with the score breakdown", _configure_search, _run_search
-    ),
+    "search": Command("hybrid search with the score breakdown", _configure_search, _run_search),
     "inject": Command(
         "show the memory block the next prompt would get", _configure_inject, _run_inject
     ),
@@ -287,4 +335,9 @@ COMMANDS = {
         "rebuild the index from the Markdown files", lambda parser: None, _run_reindex
     ),
     "stats": Command("files, chunks, index size", _configure_stats, _run_stats),
+    "forgotten": Command(
+        "list forgotten and superseded memories; --restore N brings one back",
+        _configure_forgotten,
+        _run_forgotten,
+    ),
 }

@@ -17,7 +17,7 @@ from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
 from .metadata import EntryMeta
 from .search import SearchOptions, SearchResponse, retrieval_text, search
-from .store import EntryBatch, MemoryEntry, MemoryStore
+from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace
 
@@ -215,6 +215,13 @@ class MemoryEngine:
         """Soft-delete entries (kept in the audit trail), then re-index their files."""
         retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
         return retired, self._changed(entry.path for entry in retired)
+
+    def restore(self, record: RetiredRecord) -> MemoryChange | None:
+        """Undo a forget or a supersede (see :meth:`MemoryStore.restore_entry`), then re-index
+        the file; None when nothing could be restored."""
+        if not self.store.restore_entry(record):
+            return None
+        return self._changed([record.path])
 
     def supersede(
         self, entries: Sequence[MemoryEntry], *, reason: str = "", replaced_by: str | None = None

@@ -60,6 +60,20 @@ class MemoryEntry:
         return self.meta.id if self.meta else None
 
 
+@dataclass(frozen=True)
+class RetiredRecord:
+    """A forgotten or superseded entry as the audit trail keeps it; ``number`` is its line in
+    ``.memdeck/history.jsonl`` (what ``memdeck forgotten --restore`` takes)."""
+
+    number: int
+    event: str
+    at: str
+    path: str
+    text: str
+    raw: str
+    reason: str
+
+
 @dataclass
 class EntryBatch:
     """Entries to append to MEMORY.md in one atomic edit (see :meth:`MemoryStore.add_entries`)."""
@@ -327,19 +341,73 @@ class MemoryStore:
         return retired
 
     def retired_texts(self) -> set[str]:
-        """Normalised texts of every forgotten or superseded entry in the audit trail."""
+        """Normalised texts of every forgotten or superseded entry in the audit trail (not
+        restored since)."""
+        return {normalize_entry_text(r.text) for r in self.retired_records() if r.text}
+
+    def retired_records(self) -> list[RetiredRecord]:
+        """The entries the audit trail says were forgotten or superseded and not restored
+        since, oldest first."""
         path = self.workspace.history_path
         if not path.exists():
-            return set()
-        texts: set[str] = set()
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            return []
+        found: dict[int, RetiredRecord] = {}
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, start=1):
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
-            if record.get("event") in ("forgotten", "superseded") and record.get("text"):
-                texts.add(normalize_entry_text(str(record["text"])))
-        return texts
+            if not isinstance(record, dict):
+                continue
+            event = record.get("event")
+            if event in ("forgotten", "superseded") and (record.get("raw") or record.get("text")):
+                found[number] = RetiredRecord(
+                    number,
+                    str(event),
+                    str(record.get("at", "")),
+                    str(record.get("path", "")),
+                    str(record.get("text", "")),
+                    str(record.get("raw") or f"- {record.get('text')}"),
+                    str(record.get("reason") or ""),
+                )
+            elif event == "restored" and isinstance(record.get("restores"), int):
+                found.pop(record["restores"], None)
+        return list(found.values())
+
+    def restore_entry(self, record: RetiredRecord) -> bool:
+        """Undo a forget (or a supersede): a MEMORY.md entry is appended back as it was written,
+        a daily-log entry loses its ``state=`` mark. False when it is already back or its
+        marked lines are no longer in the file (edited by hand since); nothing is written then."""
+        restored: list[bool] = []
+
+        def change(text: str) -> str:
+            restored.clear()
+            raw_lines = record.raw.split("\n")
+            lines = split_lines(text)
+            bodies = [line_body(line) for line in lines]
+            if record.path == MEMORY_FILE:
+                size = len(raw_lines)
+                if any(bodies[i : i + size] == raw_lines for i in range(len(bodies))):
+                    return text  # already there
+                restored.append(True)
+                return _append_entries(text, ["\n".join(raw_lines)])
+            marked = [_mark_line(raw, record.event) for raw in raw_lines]
+            size = len(marked)
+            at = next((i for i in range(len(bodies)) if bodies[i : i + size] == marked), None)
+            if at is None:
+                return text
+            for offset, raw in enumerate(raw_lines):
+                lines[at + offset] = raw + lines[at + offset][len(marked[offset]) :]
+            restored.append(True)
+            return "".join(lines)
+
+        self.edit_file(record.path, change)
+        if restored:
+            self.record_history(
+                "restored", restores=record.number, path=record.path, text=record.text
+            )
+        return bool(restored)
 
     def append_daily(self, text: str, day: date | None = None) -> Path:
         """Append ``text`` to the daily log of ``day`` (today by default), creating it with a title."""

@@ -780,7 +780,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         question = (
             f"The assistant wants to forget {count} more memor{'y' if count == 1 else 'ies'} "
             f"({already} forgotten already this turn):\n\n{listed}\n\n"
-            "Forgotten memories stay in .memdeck/history.jsonl."
+            "Every forget can be undone with `memdeck forgotten --restore`."
         )
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
