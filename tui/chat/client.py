@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterable
@@ -20,22 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engine import usage as ledger
+from ..engine.redaction import redact as redact_secrets
 from .config import NO_KEY_PLACEHOLDER, LLMSettings, display_url
 from .events import ErrorKind
 
 if TYPE_CHECKING:  # the SDK takes over a second to import: only when a request is made
     import openai
 
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,})")
-
-
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with API keys removed: the given secrets, anything shaped like ``sk-...`` and
-    the credentials and query strings of URLs."""
-    for secret in secrets:
-        if secret and len(secret) >= 4 and secret != NO_KEY_PLACEHOLDER:
-            text = text.replace(secret, "[redacted]")
-    return display_url(_KEY_PATTERN.sub("sk-[redacted]", text))
+    """``text`` with API keys removed (see :func:`tui.engine.redaction.redact`); the
+    placeholder key that stands for "no key" is not a secret."""
+    return redact_secrets(text, (s for s in secrets if s != NO_KEY_PLACEHOLDER))
 
 
 class LLMError(Exception):

@@ -74,6 +74,7 @@ import tomlkit.exceptions
 
 from ..engine.fileio import atomic_write_text, lock_for
 from ..engine.inject import InjectionOptions
+from ..engine.redaction import display_url
 from ..engine.search import SearchOptions
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -566,15 +567,6 @@ def is_openai_url(url: str | None) -> bool:
     return parts.scheme == "https" and (parts.hostname or "").lower() == "api.openai.com"
 
 
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
-_URL_QUERY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)\?[^\s#)]*")
-
-
-def display_url(text: str) -> str:
-    """``text`` with every URL's user:password and query string (where keys hide) removed:
-    what a message may show of a URL."""
-    text = _URL_CREDENTIALS.sub(r"\g<scheme>[redacted]@", text)
-    return _URL_QUERY.sub(r"\g<base>?[redacted]", text)
 
 
 def _normal_url(url: str | None) -> str:

@@ -129,6 +129,11 @@ class EmbedderLike(Protocol):
     ) -> np.ndarray: ...
 
 
+def finite_vector(blob: bytes) -> bool:
+    """Whether a stored float32 vector holds only finite numbers (NaN poisons every score)."""
+    return bool(np.isfinite(np.frombuffer(blob, dtype=np.float32)).all())
+
+
 @dataclass
 class SyncReport:
     """What a sync did."""
@@ -640,6 +645,10 @@ class MemoryIndex:
             (model,),
         )
         while page := hits.fetchmany(COMMIT_EVERY):
+            poisoned = {r[2] for r in page if not finite_vector(r[1])}
+            if poisoned:  # cached before non-finite vectors were refused: embed them again
+                self._drop_cached(model, poisoned)
+                page = [r for r in page if r[2] not in poisoned]
             self._store_vectors([(r[0], r[1]) for r in page], cache=None)
             hit_hashes.update(r[2] for r in page)
             report.cache_hits += len(page)
@@ -672,6 +681,8 @@ class MemoryIndex:
             cache_rows: list[tuple[str, str, bytes]] = []
             for digest, vector in zip(batch, vectors, strict=True):
                 blob = np.asarray(vector, dtype=np.float32).tobytes()
+                if not finite_vector(blob):
+                    continue  # never stored nor cached: the chunk stays BM25-only
                 cache_rows.append((model, digest, blob))
                 pairs.extend((chunk_id, blob) for chunk_id in by_hash[digest])
             self._store_vectors(pairs, cache=cache_rows)
@@ -682,6 +693,13 @@ class MemoryIndex:
             if progress:
                 progress("embedding", done, total)
         return report
+
+    def _drop_cached(self, model: str, hashes: set[str]) -> None:
+        with self._writing() as conn:
+            conn.executemany(
+                "DELETE FROM embedding_cache WHERE model = ? AND hash = ?",
+                [(model, digest) for digest in sorted(hashes)],
+            )
 
     def _store_vectors(
         self, pairs: Sequence[tuple[int, bytes]], cache: Sequence[tuple[str, str, bytes]] | None

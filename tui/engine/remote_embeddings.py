@@ -16,6 +16,7 @@ import contextlib
 import email.utils
 import http.client
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .embeddings import EmbeddingError
+from .redaction import redact
 
 __all__ = ["KNOWN_DIMS", "RemoteEmbedder", "RemoteEmbeddingError", "RemoteSpec"]
 
@@ -129,7 +131,6 @@ class RemoteEmbedder:
         self.problem: str | None = None
         self._loaded = False
         self._lock = threading.Lock()
-        self._opener = urllib.request.build_opener()
         self.sleep: Callable[[float], None] = time.sleep
 
     @property
@@ -194,14 +195,22 @@ class RemoteEmbedder:
         attempt = 0
         while True:
             wait: float | None = None
+            limit = max_body_bytes(len(texts), self.dims)
             try:
                 request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-                with self._opener.open(request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read())
+                raw = _post(request, self.timeout, limit)
+                payload = json.loads(raw, parse_constant=_no_constant)
+                del raw
                 vectors = self._parse(payload, len(texts), where)
                 self.problem = None
                 self._record_usage(payload)
                 return vectors
+            except _Redirected as exc:
+                retriable = False
+                reason = (
+                    f"HTTP {exc.code}: redirected to {exc.origin}, not followed (the key is "
+                    "only sent to the configured base_url; set base_url to the final address)"
+                )
             except urllib.error.HTTPError as exc:
                 detail = _error_detail(exc)
                 retriable = exc.code == 429 or exc.code >= 500
@@ -209,6 +218,12 @@ class RemoteEmbedder:
                 if retriable:
                     wait = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
                 exc.close()
+            except _TooLarge:
+                retriable = False
+                reason = f"the answer is larger than {limit // 1_000_000 or 1} MB; not read"
+            except _DeadlinePassed:
+                retriable = True
+                reason = f"no complete answer within {self.timeout:g}s (request_timeout)"
             except (TimeoutError, urllib.error.URLError, http.client.HTTPException, OSError) as exc:
                 retriable = True
                 reason = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
@@ -216,7 +231,7 @@ class RemoteEmbedder:
                 retriable = False
                 reason = f"not a JSON answer ({exc})"
             if not retriable or attempt >= self.max_retries:
-                self._fail(f"{where} failed: {reason}")
+                self._fail(redact(f"{where} failed: {reason}", [self.api_key]))
             attempt += 1
             delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
             if wait is not None:
@@ -243,8 +258,12 @@ class RemoteEmbedder:
                 f"{where} returned {width}-dim vectors, expected {self.dims}: set dimensions "
                 "in [embeddings] to the model's width"
             )
+        if not np.isfinite(matrix).all():
+            self._fail(f"{where} answered vectors with NaN or infinite numbers; none were used")
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+        if not np.isfinite(norms).all() or (norms == 0).any():
+            self._fail(f"{where} answered vectors of length zero or overflowing; none were used")
+        return (matrix / norms).astype(np.float32)
 
     def _record_usage(self, payload: dict[str, Any]) -> None:
         if self.usage is None:
@@ -255,9 +274,117 @@ class RemoteEmbedder:
             self.usage(self.model, tokens if isinstance(tokens, int) else None)
 
 
+#: Bytes of JSON allowed per number of an answer (``-0.012345678901234567,`` and slack), and
+#: for everything else in it.
+BYTES_PER_NUMBER = 48
+BODY_SLACK_BYTES = 1_000_000
+#: Bytes of an error answer read for its message.
+MAX_ERROR_BYTES = 64_000
+
+
+def max_body_bytes(texts: int, dims: int) -> int:
+    """The largest answer read for ``texts`` embeddings of ``dims`` numbers (more is refused)."""
+    return texts * dims * BYTES_PER_NUMBER + BODY_SLACK_BYTES
+
+
+class _Redirected(Exception):
+    def __init__(self, code: int, location: str) -> None:
+        super().__init__(code, location)
+        self.code = code
+        parts = urllib.parse.urlsplit(location)
+        self.origin = (
+            f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+            if parts.hostname
+            else "another path"
+        )
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _DeadlinePassed(Exception):
+    pass
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: following it would send the key to wherever it points."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        raise _Redirected(code, str(newurl))
+
+
+def _tracking_handlers(sockets: list[Any]) -> list[urllib.request.BaseHandler]:
+    """HTTP(S) handlers whose connections put their socket in ``sockets`` (for the deadline)."""
+
+    class Connection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            sockets.append(self.sock)
+
+    class SecureConnection(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            sockets.append(self.sock)
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, req):  # type: ignore[no-untyped-def]
+            return self.do_open(Connection, req)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):  # type: ignore[no-untyped-def]
+            return self.do_open(SecureConnection, req, context=self._context)
+
+    return [Handler(), SecureHandler()]
+
+
+def _post(request: urllib.request.Request, timeout: float, limit: int) -> bytes:
+    """The body of the answer to ``request``: no redirect followed, at most ``limit`` bytes,
+    and the whole exchange (connect, headers, body) within ``timeout`` seconds, however slowly
+    the server trickles. Raises ``HTTPError`` for an error status."""
+    sockets: list[Any] = []
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    opener = urllib.request.build_opener(_RefuseRedirects, *_tracking_handlers(sockets))
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            length = response.headers.get("Content-Length")
+            if length and length.isdigit() and int(length) > limit:
+                raise _TooLarge
+            chunks: list[bytes] = []
+            size = 0
+            while chunk := response.read(min(1 << 16, limit + 1 - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge
+            if expired.is_set():
+                raise _DeadlinePassed
+            return b"".join(chunks)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        if expired.is_set() and not isinstance(exc, urllib.error.HTTPError):
+            raise _DeadlinePassed from exc
+        raise
+    finally:
+        watchdog.cancel()
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def _error_detail(exc: urllib.error.HTTPError) -> str:
     try:
-        body = json.loads(exc.read() or b"{}")
+        body = json.loads(exc.read(MAX_ERROR_BYTES) or b"{}")
     except (ValueError, OSError):
         return ""
     error = body.get("error") if isinstance(body, dict) else None
