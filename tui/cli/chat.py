@@ -408,7 +408,14 @@ def _run_usage(args: argparse.Namespace) -> int:
                 f"  {label:<40} {row['calls']:>5} calls  in {_tokens(row['prompt_tokens']):>10}"
                 f"  out {_tokens(row['completion_tokens']):>9}{cost}{unknown}"
             )
+    if report["skipped"]:
+        print(_skipped_note(report["skipped"]), file=sys.stderr)
     return 0
+
+
+def _skipped_note(skipped: int) -> str:
+    lines = "line" if skipped == 1 else "lines"
+    return f"memdeck: note: {skipped} unreadable {lines} of .memdeck/usage.jsonl skipped"
 
 
 COMMANDS = {

@@ -976,7 +976,8 @@ def _anchored_day(text: str, low: str, now: date) -> tuple[Window, str] | None:
     m = _ANCHORED.search(low)
     if m is None:
         return None
-    anchor = parse_time_intent(text[m.end() :], now)
+    # The anchor is read without anchors of its own: one level, so parsing stays linear.
+    anchor = _parse(text[m.end() :], low[m.end() :], now, anchored=False)
     if anchor.window is None or not anchor.phrase:
         return None
     at = low.find(anchor.phrase.translate(_ASCII_LOWER), m.end())
@@ -987,24 +988,39 @@ def _anchored_day(text: str, low: str, now: date) -> tuple[Window, str] | None:
     weekend = name == "weekend"
     target = _WEEKDAY_NUM["saturday" if weekend else name]
     # From the day to its anchor: an entry of the anchor date may be where the day is told of.
-    if m.group("dir") in ("before", "preceding"):
-        window = (_previous_weekday(start, target), end)
-    else:
-        day = _next_weekday(end, target)
-        window = (start, day + timedelta(days=1) if weekend else day)
+    try:
+        if m.group("dir") in ("before", "preceding"):
+            window = (_previous_weekday(start, target), end)
+        else:
+            day = _next_weekday(end, target)
+            window = (start, day + timedelta(days=1) if weekend else day)
+    except OverflowError:  # a day before 0001-01-01 or after 9999-12-31: no such window
+        return None
     return window, text[m.start() : at + len(anchor.phrase)]
 
 
+#: Characters of a query read for its time intent (a pasted log says nothing more about time
+#: past this, and every rule stays linear in it).
+MAX_TIME_QUERY_CHARS = 2_000
+
+
 def parse_time_intent(query: str, now: date) -> TimeIntent:
-    """Read the time window, current-state markers and tense of a search query."""
-    text = _normalise(query if isinstance(query, str) else str(query))
-    low = text.translate(_ASCII_LOWER)
+    """Read the time window, current-state markers and tense of a search query.
+
+    Total and linear: any text parses (dates out of range are no window), in one pass per rule
+    over at most :data:`MAX_TIME_QUERY_CHARS` characters.
+    """
+    text = _normalise(query if isinstance(query, str) else str(query))[:MAX_TIME_QUERY_CHARS]
+    return _parse(text, text.translate(_ASCII_LOWER), now, anchored=True)
+
+
+def _parse(text: str, low: str, now: date, *, anchored: bool) -> TimeIntent:
     past_state = _PAST_STATE.search(low) is not None
     first_person = _FIRST_PERSON.search(low) is not None
     present = _PRESENT.search(low) is not None and _PAST.search(low) is None
-    anchored = _anchored_day(text, low, now)
-    if anchored is not None:
-        return TimeIntent(False, present, anchored[0], anchored[1], past_state, first_person)
+    anchor = _anchored_day(text, low, now) if anchored else None
+    if anchor is not None:
+        return TimeIntent(False, present, anchor[0], anchor[1], past_state, first_person)
     blocked = bytearray(len(low))
     markers = list(_CURRENT.finditer(low))
     for marker in markers:

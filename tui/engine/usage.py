@@ -13,6 +13,7 @@ month, with a cost where a price per million tokens is known for the model.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -21,7 +22,7 @@ from typing import Any
 
 from .workspace import STATE_DIR
 
-__all__ = ["LEDGER_FILE", "ledger_path", "read", "record", "summary"]
+__all__ = ["LEDGER_FILE", "ledger_path", "read", "read_counted", "record", "summary"]
 
 LEDGER_FILE = "usage.jsonl"
 
@@ -74,29 +75,64 @@ def record(
     return entry
 
 
+#: Token counts above this are not a real call (a corrupt or hand-edited line).
+MAX_TOKENS = 10**12
+
+
 def read(root: Path | str) -> Iterator[dict[str, Any]]:
-    """The ledger's records, oldest first; lines that do not parse are skipped."""
+    """The ledger's valid records, oldest first (see :func:`read_counted`)."""
+    records, _skipped = read_counted(root)
+    yield from records
+
+
+def read_counted(root: Path | str) -> tuple[list[dict[str, Any]], int]:
+    """The ledger's records, oldest first, and how many lines were skipped: lines that are not
+    JSON objects, with a time that is no date (or out of range in local time), or with token
+    counts that are not finite non-negative numbers (``Infinity``, ``NaN``, ``1e400``)."""
     path = ledger_path(root)
     try:
         handle = path.open(encoding="utf-8", errors="replace")
     except OSError:
-        return
+        return [], 0
+    records: list[dict[str, Any]] = []
+    skipped = 0
     with handle:
         for line in handle:
-            try:
-                item = json.loads(line)
-            except ValueError:
+            if not line.strip():
                 continue
-            if isinstance(item, dict) and isinstance(item.get("time"), str):
-                yield item
+            item = _checked(line)
+            if item is None:
+                skipped += 1
+            else:
+                records.append(item)
+    return records, skipped
+
+
+def _checked(line: str) -> dict[str, Any] | None:
+    try:
+        item = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(item, dict) or not isinstance(item.get("time"), str):
+        return None
+    if _parse_time(item["time"]) is None:
+        return None
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = item.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        if not (math.isfinite(value) and 0 <= value <= MAX_TOKENS):
+            return None
+    return item
 
 
 def _parse_time(text: str) -> datetime | None:
     try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
+        return datetime.fromisoformat(text).astimezone()  # a naive time is taken as local
+    except (ValueError, OverflowError, OSError):  # year 1 or 9999 shifted out of range
         return None
-    return when.astimezone()  # a naive time is taken as local
 
 
 def _add(total: dict[str, Any], item: Mapping[str, Any]) -> None:
@@ -127,12 +163,14 @@ def summary(
 ) -> dict[str, Any]:
     """Totals for ``today`` and this ``month`` (local time): each a list of rows per purpose
     and model (``calls``, ``prompt_tokens``, ``completion_tokens`` — ``None`` when no call
-    reported any —, ``unknown_calls``, ``cost`` or ``None``) and a ``total`` row."""
+    reported any —, ``unknown_calls``, ``cost`` or ``None``) and a ``total`` row; ``skipped``
+    counts the ledger lines that could not be read."""
     now = (now or datetime.now()).astimezone()
     prices = prices or {}
     periods: dict[str, dict[tuple[str, str], dict[str, Any]]] = {"today": {}, "month": {}}
     totals = {name: _empty("*", "*") for name in periods}
-    for item in read(root):
+    records, skipped = read_counted(root)
+    for item in records:
         when = _parse_time(item["time"])
         if when is None:
             continue
@@ -145,7 +183,11 @@ def summary(
                 continue
             _add(periods[name].setdefault(key, _empty(*key)), item)
             _add(totals[name], item)
-    out: dict[str, Any] = {"date": now.date().isoformat(), "month": f"{now:%Y-%m}"}
+    out: dict[str, Any] = {
+        "date": now.date().isoformat(),
+        "month": f"{now:%Y-%m}",
+        "skipped": skipped,
+    }
     for name, rows in periods.items():
         listed = [rows[k] for k in sorted(rows)]
         costs = [c for c in (_cost(r, prices) for r in listed) if c is not None]

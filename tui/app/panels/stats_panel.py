@@ -200,7 +200,9 @@ last written and what happened. The log below records trigger and index events a
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _load_stats(self) -> None:
         stats = self.engine.stats()
-        stats["usage_today"] = usage.summary(self.engine.workspace.root)["today"]["total"]
+        report = usage.summary(self.engine.workspace.root)
+        stats["usage_today"] = report["today"]["total"]
+        stats["usage_skipped"] = report["skipped"]
         self.post_message(self.Loaded(stats))
 
     @on(Loaded)
@@ -236,12 +238,19 @@ last written and what happened. The log below records trigger and index events a
         if memory:
             rows.append(("memory", Text(memory)))
         if self.progress:
-            note = " — BM25 only for them meanwhile" if self.progress.startswith("embedding") else ""
+            note = (
+                " — BM25 only for them meanwhile" if self.progress.startswith("embedding") else ""
+            )
             rows.append(("indexing", Text(self.progress + note, style="bold yellow")))
         today = stats.get("usage_today")
         if isinstance(today, dict) and today.get("calls"):
             tokens = (today["prompt_tokens"] or 0) + (today["completion_tokens"] or 0)
             rows.append(("usage today", Text(f"{today['calls']:,} calls · {tokens:,} tokens")))
+        skipped = _count(stats, "usage_skipped")
+        if skipped:
+            rows.append(
+                ("usage ledger", Text(f"{skipped:,} unreadable line(s) skipped", style="yellow"))
+            )
         warnings = stats.get("warnings")
         if isinstance(warnings, list) and warnings:
             rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))

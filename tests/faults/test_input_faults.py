@@ -1,0 +1,122 @@
+"""Issue 16 D: input that crashed, hid or crawled. Each kept fixed by a test here.
+
+Real ``memdeck`` processes where a traceback or an exit code is what matters, real files and
+SQLite otherwise. No wall-clock thresholds: linear time is checked by counting work, not timing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+from support.chat_support import memdeck_env, run_memdeck
+
+from tui.engine import temporal, usage
+from tui.engine.temporal import parse_time_intent
+from tui.engine.workspace import Workspace
+
+NOW = date(2026, 11, 24)
+
+
+def one_line_or_none(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    assert len([line for line in stderr.splitlines() if line.startswith("memdeck: error")]) <= 1
+
+
+# -- 12. time parsing is total, bounded and linear -----------------------------------------
+
+HOSTILE_TIMES = [
+    "the monday before 0001-01-01",
+    "the monday after 9999-12-31",
+    "the weekend after 9999-12-31",
+    "the sunday before 0001-01-07",
+    "the monday before " * 500 + "july 24",
+    "the weekend after " * 2000 + "4 october",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE_TIMES, ids=lambda q: q[:30])
+def test_any_query_parses_to_a_window_or_none(query: str) -> None:
+    intent = parse_time_intent(query, NOW)
+    if intent.window is not None:
+        start, end = intent.window
+        assert date.min <= start <= end <= date.max
+
+
+def test_time_parsing_is_not_recursive() -> None:
+    """500 nested "the monday before" once recursed 500 deep (RecursionError at 1,000) and
+    rescanned the rest at every level: the parse must not depend on the nesting depth."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)  # far below the nesting depth of the query
+    try:
+        parse_time_intent("the monday before " * 500 + "july 24", NOW)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert temporal.MAX_TIME_QUERY_CHARS <= 10_000
+
+
+def test_the_anchored_day_still_reads_a_real_anchor() -> None:
+    intent = parse_time_intent("what did we do the monday before july 24, 2023?", NOW)
+    assert intent.window == (date(2023, 7, 17), date(2023, 7, 24))
+
+
+@pytest.mark.parametrize("command", ["search", "inject"])
+def test_search_and_inject_with_out_of_range_dates_answer(tmp_path: Path, command: str) -> None:
+    root = tmp_path / "ws"
+    Workspace.open(root)
+    (root / "MEMORY.md").write_text("# Long-term Memory\n\n- Likes tea\n", encoding="utf-8")
+    env = memdeck_env(None, tmp_path)
+    for query in HOSTILE_TIMES[:4]:
+        result = run_memdeck(["--workspace", str(root), command, "--bm25", query], env)
+        assert result.returncode == 0, result.stderr
+        one_line_or_none(result.stderr)
+
+
+# -- 13. one corrupt ledger line ------------------------------------------------------------
+
+GOOD = {"purpose": "chat", "model": "m", "prompt_tokens": 10, "completion_tokens": 5}
+CORRUPT_LINES = [
+    '{"time": "%s", "purpose": "chat", "model": "m", "prompt_tokens": Infinity}',
+    '{"time": "%s", "purpose": "chat", "model": "m", "prompt_tokens": NaN}',
+    '{"time": "%s", "purpose": "chat", "model": "m", "completion_tokens": 1e400}',
+    '{"time": "%s", "purpose": "chat", "model": "m", "prompt_tokens": -5}',
+    '{"time": "0001-01-01T00:00:00+05:00", "purpose": "chat", "model": "m"}%s',
+    '{"time": "9999-12-31T23:59:59-05:00", "purpose": "chat", "model": "m"}%s',
+    "not json at all %s",
+]
+
+
+def write_ledger(root: Path, now: str) -> None:
+    path = usage.ledger_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"time": now, **GOOD})]
+    lines += [
+        line % (now if "%s" in line and '"time": "%s"' in line else "") for line in CORRUPT_LINES
+    ]
+    lines.append(json.dumps({"time": now, **GOOD}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_corrupt_ledger_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    Workspace.open(root)
+    now = "2026-11-24T10:00:00+00:00"
+    write_ledger(root, now)
+    report = usage.summary(root, now=usage.datetime.fromisoformat(now))
+    assert report["skipped"] == len(CORRUPT_LINES)
+    assert report["today"]["total"]["calls"] == 2
+    assert report["today"]["total"]["prompt_tokens"] == 20
+
+
+def test_memdeck_usage_survives_a_corrupt_ledger_and_says_how_many(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    Workspace.open(root)
+    write_ledger(root, usage.datetime.now().astimezone().isoformat(timespec="seconds"))
+    result = run_memdeck(["--workspace", str(root), "usage"], memdeck_env(None, tmp_path))
+    assert result.returncode == 0, result.stderr
+    one_line_or_none(result.stderr)
+    assert f"{len(CORRUPT_LINES)} unreadable lines of .memdeck/usage.jsonl skipped" in result.stderr
+    assert "2 calls" in result.stdout
