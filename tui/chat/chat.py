@@ -402,6 +402,19 @@ class ChatEngine:
                         )
                     else:
                         end = piece
+            except asyncio.CancelledError:
+                # Stopped or quit mid-answer: what streamed stays in the transcript. Written
+                # here and now, without awaiting: the loop may be shutting down.
+                if streamed:
+                    self.sessions.append_message(
+                        session_id,
+                        "assistant",
+                        "".join(streamed),
+                        incomplete=True,
+                        interrupted=True,
+                        **({"silent": True} if silent else {}),
+                    )
+                raise
             except LLMError as exc:
                 if streamed:
                     flags = {"incomplete": True, **({"silent": True} if silent else {})}

@@ -16,7 +16,8 @@ An ``injection`` line records the memory block a turn put into the system prompt
 report and the score breakdown of each memory in it ("why?" reads it, also after a restart).
 A later ``session`` line updates the metadata (a rename); nothing is ever rewritten. Messages
 may carry ``silent: true`` (the pre-compaction memory-flush turn, not shown and not summarised)
-or ``incomplete: true`` (a streamed answer cut short by an error) or ``truncated: true`` (an
+or ``incomplete: true`` (a streamed answer cut short by an error; with ``interrupted: true``
+when the user stopped it or quit) or ``truncated: true`` (an
 answer cut at ``max_answer_chars``). Deleting a session flushes it first, then moves the file to
 ``sessions/.trash/``; a session whose messages could not be logged is not deleted (unless
 forced, and then it can be restored from the trash).

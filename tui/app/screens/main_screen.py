@@ -33,7 +33,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from tui.app.messages import MemoryChanged
@@ -810,14 +810,15 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     # -- the conversation --
 
-    @on(Input.Changed, "#chat-input")
-    def _draft_changed(self, event: Input.Changed) -> None:
+    @on(TextArea.Changed, "#chat-input")
+    def _draft_changed(self, event: TextArea.Changed) -> None:
         if not self._sdk_import_started and not self.engine.llm_problem:
             self._sdk_import_started = True  # the first keystroke: the SDK loads while they type
             self._import_llm_sdk(asyncio.get_running_loop())
         panels = self.memory_panels
-        panels.preview(event.value)
-        if event.value.strip():
+        draft = event.text_area.text
+        panels.preview(draft)
+        if draft.strip():
             panels.bring_inject_forward()
         else:
             self.query_one(ModeBar).badge = ""

@@ -16,7 +16,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from tui.app.messages import MemoryChanged
 from tui.app.widgets.chat_input import ChatInput
@@ -104,7 +104,9 @@ def transcript_messages(
                 if content:
                     current.append(ChatMarkdown(content))
                     texts.append(content)
-                if record.get("incomplete"):
+                if record.get("interrupted"):
+                    current.append(notice_part("(interrupted)"))
+                elif record.get("incomplete"):
                     current.append(notice_part("(answer cut short)"))
         elif kind == "tool_call":
             if str(record.get("message_id")) in silent_ids:
@@ -233,7 +235,7 @@ memory tools (shown inline; **Enter** on one expands it).
         placeholder = (
             "no model: type to preview what memory a message would inject"
             if self.engine.llm_problem
-            else "message… (Enter sends, ↑ history)"
+            else "message… (Enter sends, ctrl+j new line, ↑ history)"
         )
         yield ChatInput(placeholder=placeholder, id="chat-input")
 
@@ -368,8 +370,8 @@ memory tools (shown inline; **Enter** on one expands it).
 
     # -- sending --
 
-    @on(Input.Submitted, "#chat-input")
-    def _submitted(self, event: Input.Submitted) -> None:
+    @on(ChatInput.Submitted, "#chat-input")
+    def _submitted(self, event: ChatInput.Submitted) -> None:
         event.stop()
         text = event.value.strip()
         if not text:

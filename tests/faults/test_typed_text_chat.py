@@ -1,0 +1,203 @@
+"""Issue 16 A.3 and A.4: what the user types in the chat reaches the model whole, and an answer
+cut by quitting stays in the transcript.
+
+The whole app under Pilot against the loopback fake server, a real workspace and index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from datetime import date, datetime
+from pathlib import Path
+
+import pytest
+from support.chat_support import make_config
+from support.fakeopenai import FakeOpenAI
+from support.pilot import wait_until
+from textual import events
+from textual.pilot import Pilot
+
+from tui.app.app import MemdeckApp
+from tui.chat.chat import ChatEngine
+from tui.chat.events import TextDelta
+from tui.chat.sessions import SessionStore
+from tui.engine.engine import MemoryEngine
+from tui.engine.workspace import Workspace
+
+NOW = date(2026, 11, 22)
+SIZE = (120, 36)
+TRACE = """Traceback (most recent call last):
+  File "app.py", line 3, in <module>
+    main()
+  File "app.py", line 2, in main
+    raise ValueError("boom")
+ValueError: boom"""
+
+
+def fixed_clock() -> datetime:
+    return datetime(2026, 11, 22, 9, 30).astimezone()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def engine(tmp_path: Path, server: FakeOpenAI) -> AsyncIterator[ChatEngine]:
+    config = make_config(tmp_path, server, tick_seconds=0.2)
+    workspace = Workspace.open(tmp_path / "ws")
+    (workspace.root / "MEMORY.md").write_text("# Long-term Memory\n\n- Likes tea\n")
+    memory = MemoryEngine(
+        workspace,
+        search_options=config.search_options(),
+        injection_options=config.injection_options(),
+    )
+    chat = ChatEngine(config, memory, sessions=SessionStore(workspace), clock=fixed_clock)
+    yield chat
+    await asyncio.get_running_loop().shutdown_default_executor()
+    chat.close()
+
+
+def build_app(engine: ChatEngine, tmp_path: Path) -> MemdeckApp:
+    return MemdeckApp(
+        engine, now=NOW, clock=fixed_clock, config_file=tmp_path / "config.toml", load_model=False
+    )
+
+
+async def ready(pilot: Pilot) -> MemdeckApp:
+    app = pilot.app
+    assert isinstance(app, MemdeckApp)
+    await wait_until(pilot, lambda: app.main_screen.header.chunks is not None, "the index")
+    return app
+
+
+async def sent_message(pilot: Pilot, server: FakeOpenAI) -> str | None:
+    app = pilot.app
+    assert isinstance(app, MemdeckApp)
+    pane = app.main_screen.chat_pane
+    await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn to finish")
+    return server.chat_requests[-1].last_user_message
+
+
+async def test_a_pasted_two_line_text_is_sent_whole(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.enqueue(FakeOpenAI.text("Got both lines."))
+    app = build_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        box = app.main_screen.chat_pane.chat_input
+        box.focus()
+        app.post_message(
+            events.Paste(  # as the driver delivers a bracketed paste
+                "line one\nline two"
+            )
+        )
+        await pilot.pause()
+        assert box.value == "line one\nline two"
+        await pilot.press("enter")
+        assert await sent_message(pilot, server) == "line one\nline two"
+
+
+async def test_a_pasted_stack_trace_reaches_the_model_whole(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.enqueue(FakeOpenAI.text("That is a ValueError."))
+    app = build_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        box = app.main_screen.chat_pane.chat_input
+        box.focus()
+        await pilot.press(*"why does this fail?")
+        await pilot.press("ctrl+j")
+        app.post_message(
+            events.Paste(  # as the driver delivers a bracketed paste
+                TRACE
+            )
+        )
+        await pilot.pause()
+        # The box grew to show several lines (up to its cap), not one.
+        assert box.size.height > 3
+        await pilot.press("enter")
+        assert await sent_message(pilot, server) == "why does this fail?\n" + TRACE
+
+
+@pytest.mark.parametrize("key", ["ctrl+j", "alt+enter", "shift+enter"])
+async def test_the_newline_keys_start_a_line_and_enter_sends(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path, key: str
+) -> None:
+    server.enqueue(FakeOpenAI.text("Two lines."))
+    app = build_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        box = app.main_screen.chat_pane.chat_input
+        box.focus()
+        await pilot.press(*"first", key, *"second")
+        assert box.value == "first\nsecond"
+        assert "ctrl+j" in str(box.placeholder)
+        await pilot.press("enter")
+        assert await sent_message(pilot, server) == "first\nsecond"
+
+
+# -- 4. quitting mid-answer keeps what streamed ---------------------------------------------
+
+PIECES = ["The answer ", "starts ", "here", *[" and goes on"] * 40]
+
+
+async def test_a_turn_cancelled_mid_answer_keeps_the_partial_answer(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    server.enqueue(FakeOpenAI.text(PIECES, chunk_delay=0.2))
+    session = engine.sessions.create().id
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in engine.run_turn(session, "tell me a long story"):
+            if isinstance(event, TextDelta):
+                seen.append(event.text)
+
+    task = asyncio.create_task(consume())
+    while len(seen) < 3:
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    answers = [m for m in engine.sessions.load(session).messages if m.role == "assistant"]
+    assert len(answers) == 1 and answers[0].content.startswith("The answer starts here")
+    assert answers[0].incomplete
+
+
+async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.enqueue(FakeOpenAI.text(PIECES, chunk_delay=0.2))
+    app = build_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.main_screen.chat_pane
+        pane.chat_input.focus()
+        await pilot.press(*"tell me a long story", "enter")
+        await wait_until(
+            pilot, lambda: "starts here" in "".join(m.text for m in pane.messages), "the stream"
+        )
+        session = pane.session_id
+        await pilot.press("ctrl+q", "ctrl+q")  # quit now, without waiting for the flush
+    assert session is not None
+    records = engine.sessions.load(session).messages
+    answer = [m for m in records if m.role == "assistant"]
+    assert answer and answer[-1].content.startswith("The answer starts here")
+
+    restarted = build_app(engine, tmp_path)
+    async with restarted.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = restarted.main_screen.chat_pane
+        await wait_until(pilot, lambda: pane.session_id == session, "the session to reopen")
+        await wait_until(pilot, lambda: len(pane.messages) >= 2, "the transcript")
+        shown = pane.messages[-1]
+        assert shown.role == "assistant" and "The answer starts here" in shown.text
+        assert "(interrupted)" in "".join(
+            str(getattr(part, "content", "")) for part in shown.walk_children()
+        )
