@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from datetime import date, datetime
 from pathlib import Path
 
 import pytest
-from support.chat_support import make_config
 from support.fakeopenai import FakeOpenAI
-from support.pilot import wait_until
+from support.pilot import app_ready, close_chat_engine, open_chat_engine, small_app, wait_until
 from textual import events
 from textual.pilot import Pilot
 
 from tui.app.app import MemdeckApp
 from tui.chat.chat import ChatEngine
 from tui.chat.events import TextDelta
-from tui.chat.sessions import SessionStore
-from tui.engine.engine import MemoryEngine
-from tui.engine.workspace import Workspace
 
-NOW = date(2026, 11, 22)
 SIZE = (120, 36)
 TRACE = """Traceback (most recent call last):
   File "app.py", line 3, in <module>
@@ -33,10 +27,6 @@ TRACE = """Traceback (most recent call last):
   File "app.py", line 2, in main
     raise ValueError("boom")
 ValueError: boom"""
-
-
-def fixed_clock() -> datetime:
-    return datetime(2026, 11, 22, 9, 30).astimezone()
 
 
 @pytest.fixture
@@ -47,31 +37,9 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 async def engine(tmp_path: Path, server: FakeOpenAI) -> AsyncIterator[ChatEngine]:
-    config = make_config(tmp_path, server, tick_seconds=0.2)
-    workspace = Workspace.open(tmp_path / "ws")
-    (workspace.root / "MEMORY.md").write_text("# Long-term Memory\n\n- Likes tea\n")
-    memory = MemoryEngine(
-        workspace,
-        search_options=config.search_options(),
-        injection_options=config.injection_options(),
-    )
-    chat = ChatEngine(config, memory, sessions=SessionStore(workspace), clock=fixed_clock)
+    chat = open_chat_engine(tmp_path, server, "# Long-term Memory\n\n- Likes tea\n")
     yield chat
-    await asyncio.get_running_loop().shutdown_default_executor()
-    chat.close()
-
-
-def build_app(engine: ChatEngine, tmp_path: Path) -> MemdeckApp:
-    return MemdeckApp(
-        engine, now=NOW, clock=fixed_clock, config_file=tmp_path / "config.toml", load_model=False
-    )
-
-
-async def ready(pilot: Pilot) -> MemdeckApp:
-    app = pilot.app
-    assert isinstance(app, MemdeckApp)
-    await wait_until(pilot, lambda: app.main_screen.header.chunks is not None, "the index")
-    return app
+    await close_chat_engine(chat)
 
 
 async def sent_message(pilot: Pilot, server: FakeOpenAI) -> str | None:
@@ -86,9 +54,9 @@ async def test_a_pasted_two_line_text_is_sent_whole(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     server.enqueue(FakeOpenAI.text("Got both lines."))
-    app = build_app(engine, tmp_path)
+    app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await app_ready(pilot)
         box = app.main_screen.chat_pane.chat_input
         box.focus()
         app.post_message(
@@ -106,9 +74,9 @@ async def test_a_pasted_stack_trace_reaches_the_model_whole(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     server.enqueue(FakeOpenAI.text("That is a ValueError."))
-    app = build_app(engine, tmp_path)
+    app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await app_ready(pilot)
         box = app.main_screen.chat_pane.chat_input
         box.focus()
         await pilot.press(*"why does this fail?")
@@ -130,9 +98,9 @@ async def test_the_newline_keys_start_a_line_and_enter_sends(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path, key: str
 ) -> None:
     server.enqueue(FakeOpenAI.text("Two lines."))
-    app = build_app(engine, tmp_path)
+    app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await app_ready(pilot)
         box = app.main_screen.chat_pane.chat_input
         box.focus()
         await pilot.press(*"first", key, *"second")
@@ -174,9 +142,9 @@ async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     server.enqueue(FakeOpenAI.text(PIECES, chunk_delay=0.2))
-    app = build_app(engine, tmp_path)
+    app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await app_ready(pilot)
         pane = app.main_screen.chat_pane
         pane.chat_input.focus()
         await pilot.press(*"tell me a long story", "enter")
@@ -190,9 +158,9 @@ async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(
     answer = [m for m in records if m.role == "assistant"]
     assert answer and answer[-1].content.startswith("The answer starts here")
 
-    restarted = build_app(engine, tmp_path)
+    restarted = small_app(engine, tmp_path)
     async with restarted.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        await app_ready(pilot)
         pane = restarted.main_screen.chat_pane
         await wait_until(pilot, lambda: pane.session_id == session, "the session to reopen")
         await wait_until(pilot, lambda: len(pane.messages) >= 2, "the transcript")

@@ -11,6 +11,8 @@ handed to the main screen. (Tests pass a ready engine and get the whole screen a
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -33,10 +35,12 @@ from textual.worker import Worker, WorkerCancelled, WorkerState
 
 from tui.app.gc_pacer import GcPacer
 from tui.app.screens.main_screen import MainScreen
+from tui.app.screens.unsaved_quit_screen import QuitChoice, UnsavedQuitScreen
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
 from tui.chat.config import Config, ConfigError, save_config
 
 if TYPE_CHECKING:
+    from tui.app.panels.memory_editor import MemoryEditor
     from tui.chat.chat import ChatEngine
 
 #: Longest wait for the quit flush before the app closes anyway.
@@ -150,6 +154,7 @@ class MemdeckApp(App[int]):
         #: Set once the quit flush finished (or there was none to wait for).
         self.quit_flush_done = False
         self._quitting = False
+        self._signals_handled: list[int] = []
         self._switch_interval = sys.getswitchinterval()
         self.gc_pacer = GcPacer(busy=self._busy_for_gc)
         self.startup_warnings: list[str] = []
@@ -206,10 +211,35 @@ class MemdeckApp(App[int]):
         if self._engine is None:
             self.call_after_refresh(self._load_engine)
         self.set_interval(1.0, self._pace_gc)
+        self._handle_termination()
 
     def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)
         self.gc_pacer.stop()
+        loop = asyncio.get_running_loop()
+        for number in self._signals_handled:
+            loop.remove_signal_handler(number)
+
+    def _handle_termination(self) -> None:
+        """SIGTERM and SIGHUP end the app at once, but unsaved MEMORY.md edits are kept."""
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.add_signal_handler(number, self._terminated, number)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue  # not the main thread, or no such signal here
+            self._signals_handled.append(number)
+
+    def _terminated(self, number: int) -> None:
+        message = f"memdeck: {signal.Signals(number).name}: quit"
+        editor = self._dirty_editor()
+        if editor is not None and self._engine is not None:
+            try:
+                copy = self._engine.memory.store.save_recovery_copy(editor.text_area.text)
+                message += f"; unsaved MEMORY.md edits kept in {copy}"
+            except OSError as exc:
+                message += f"; unsaved MEMORY.md edits could not be kept: {exc}"
+        self.exit(0, message=message)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseEvent)):
@@ -379,9 +409,33 @@ class MemdeckApp(App[int]):
     # -- quitting --
 
     async def action_quit(self) -> None:
-        """Flush memory (bounded wait, with a notice), then exit. A second press exits now."""
+        """Ask about unsaved MEMORY.md edits, flush memory (bounded wait, with a notice), then
+        exit. A second press during the flush exits now."""
         if self._quitting or not self.ready:
             self.exit(0)
+            return
+        editor = self._dirty_editor()
+        if editor is not None:
+            self.push_screen(UnsavedQuitScreen(), partial(self._unsaved_answered, editor))
+            return
+        self._start_quit()
+
+    def _dirty_editor(self) -> MemoryEditor | None:
+        """The MEMORY.md editor when it holds unsaved edits."""
+        try:
+            editor = self.main_screen.memory_panels.memory_editor
+        except NoMatches:
+            return None
+        return editor if editor.is_dirty else None
+
+    def _unsaved_answered(self, editor: MemoryEditor, choice: QuitChoice | None) -> None:
+        if choice == "discard":
+            self._start_quit()
+        elif choice == "save":
+            editor.save_then(lambda saved: self._start_quit() if saved else None)
+
+    def _start_quit(self) -> None:
+        if self._quitting:
             return
         self._quitting = True
         self.main_screen.stop_background()

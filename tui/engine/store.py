@@ -10,6 +10,7 @@ the entry it edits and nothing else (other lines keep their encoding, CRLF, BOM,
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from .metadata import EntryMeta, new_entry_id, split_meta, with_meta
 from .workspace import MEMORY_FILE, PathRefusedError, Workspace
 
 MEMORY_TEMPLATE = "# Long-term Memory\n\n"
+#: Under ``.memdeck``: copies of unsaved editor text kept when the app is killed.
+RECOVERY_DIR = "recovery"
+ANNOUNCED_SUFFIX = ".announced"
 
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 
@@ -219,6 +223,45 @@ class MemoryStore:
                 on_conflict=on_conflict,
             )
         return decode_exact(written)
+
+    def save_recovery_copy(self, text: str, when: datetime | None = None) -> Path:
+        """Keep unsaved editor text in ``.memdeck/recovery/MEMORY.md.<time>`` (a new private
+        file, never MEMORY.md itself): what a quit by signal leaves instead of losing it."""
+        folder = self.workspace.state_dir / RECOVERY_DIR
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        stamp = (when or datetime.now()).strftime("%Y-%m-%d-%H%M%S")
+        data = encode_exact(text)
+        for attempt in range(1000):
+            path = folder / f"{MEMORY_FILE}.{stamp}{f'-{attempt}' if attempt else ''}"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                continue
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return path
+        raise FileExistsError(f"too many recovery copies named {stamp} in {folder}")
+
+    def unannounced_recovery_copies(self) -> list[Path]:
+        """Recovery copies the user has not been told about yet (oldest first); each is marked
+        told by :meth:`mark_recovery_announced`."""
+        folder = self.workspace.state_dir / RECOVERY_DIR
+        if not folder.is_dir():
+            return []
+        copies = sorted(folder.glob(f"{MEMORY_FILE}.*"))
+        return [
+            p
+            for p in copies
+            if not p.name.endswith(ANNOUNCED_SUFFIX)
+            and not p.with_name(p.name + ANNOUNCED_SUFFIX).exists()
+        ]
+
+    def mark_recovery_announced(self, path: Path) -> None:
+        """Remember that the user was told about the recovery copy ``path``."""
+        path.with_name(path.name + ANNOUNCED_SUFFIX).touch(mode=0o600)
 
     def save_memory_text(self, text: str, expected_hash: str) -> str:
         """Replace MEMORY.md with a whole buffer (the in-app editor); return the new hash.

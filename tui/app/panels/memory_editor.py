@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.util import find_spec
 
@@ -18,6 +19,7 @@ from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflic
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
 from tui.engine.index import SyncReport
+from tui.engine.merge import merge3
 from tui.engine.store import MemoryFileState
 from tui.engine.workspace import MEMORY_FILE, PathRefusedError
 
@@ -109,6 +111,12 @@ class MemoryEditor(EnginePanel):
         report: SyncReport | None = None
         conflict: MemoryFileState | None = None
 
+    @dataclass
+    class DirtyChanged(Message):
+        """The buffer went from saved to unsaved edits or back (the tab and header show ●)."""
+
+        dirty: bool
+
     HELP = """\
 ## MEMORY.md
 
@@ -160,6 +168,8 @@ entry's confidence and history.
         self._saving = False
         self._recheck_after_save = False
         self._status = ("loading…", False)
+        self._was_dirty = False
+        self._after_save: list[Callable[[bool], None]] = []
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="memory-status")
@@ -192,6 +202,20 @@ entry's confidence and history.
         """Check the file again when MEMORY.md is among the changed paths (or anything may be)."""
         if not paths or MEMORY_FILE in paths:
             self.file_changed_on_disk()
+
+    def save_then(self, done: Callable[[bool], None]) -> None:
+        """Save, then call ``done(True)`` once written, ``done(False)`` if the save was refused
+        or turned into a question (the file changed on disk). Nothing to save: ``done(True)``."""
+        if not self.is_dirty:
+            done(True)
+            return
+        self._after_save.append(done)
+        self.action_save()
+
+    def _report_saved(self, saved: bool) -> None:
+        waiting, self._after_save = self._after_save, []
+        for done in waiting:
+            done(saved)
 
     def action_save(self) -> None:
         """Save the buffer (atomically; refused and asked about if the file changed on disk)."""
@@ -268,18 +292,21 @@ entry's confidence and history.
         if message.conflict is not None:
             self._pending_disk = message.conflict
             self._set_status("not saved: changed on disk", warning=True)
+            self._report_saved(False)
             self._ask(while_saving=True)
             return
         assert message.new_hash is not None
         self.base = MemoryFileState(message.saved_text, message.new_hash)
         self._set_status("saved")
         self.post_message(MemoryChanged([MEMORY_FILE], "editor", message.report))
+        self._report_saved(True)
 
     def _save_refused(self, reason: str) -> None:
         """The engine refused the write: nothing changed on disk, the buffer keeps the edits."""
         self._saving = False
         self._set_status(f"not saved: {reason}", warning=True)
         self.notify(f"MEMORY.md not saved: {reason}", title="memory", severity="error")
+        self._report_saved(False)
         if self._recheck_after_save:
             self._recheck_after_save = False
             self.file_changed_on_disk()
@@ -309,17 +336,42 @@ entry's confidence and history.
             return  # one question at a time; the answer uses the newest disk state
         self._asking = True
         shown = self._pending_disk
-        screen = MemoryConflictScreen(shown.text, self.text_area.text, while_saving=while_saving)
-        self.app.push_screen(screen, lambda choice: self._resolve(choice, shown, while_saving))
+        mine = self.text_area.text
+        merged = merge3(self.base.text, mine, shown.text) if self.base is not None else None
+        screen = MemoryConflictScreen(
+            shown.text, mine, while_saving=while_saving, can_keep_both=merged is not None
+        )
+        self.app.push_screen(
+            screen, lambda choice: self._resolve(choice, shown, while_saving, merged)
+        )
 
     def _resolve(
-        self, choice: ConflictChoice | None, shown: MemoryFileState, while_saving: bool
+        self,
+        choice: ConflictChoice | None,
+        shown: MemoryFileState,
+        while_saving: bool,
+        merged: str | None = None,
     ) -> None:
         """Apply the answer to the question that showed the disk version ``shown``."""
         self._asking = False
         newest = self._pending_disk or shown
         if choice == "theirs":
-            self._load_buffer(newest, "loaded the version on disk")
+            # An edit, not a reload: ctrl+z brings the user's text back.
+            self._replace_buffer(newest.text)
+            self.base = newest
+            self._pending_disk = None
+            self._set_status("loaded the version on disk (ctrl+z brings yours back)")
+        elif choice == "both" and merged is not None:
+            self._replace_buffer(merged)
+            self.base = shown
+            if newest.content_hash != shown.content_hash:
+                self._pending_disk = newest
+                self._ask(while_saving=while_saving)
+                return
+            self._pending_disk = None
+            self._set_status("kept both: your edits and the change on disk — ctrl+s saves")
+            if while_saving:
+                self.action_save()
         elif choice == "mine":
             # The user chose to replace the version they were shown: adopt its hash so a save
             # goes through (right away if they were saving). If the file changed again while
@@ -336,7 +388,19 @@ entry's confidence and history.
         else:
             self._set_status("changed on disk — unsaved edits here (save to decide)", warning=True)
 
+    def _replace_buffer(self, text: str) -> None:
+        """Put ``text`` in the buffer as one undoable edit (the cursor stays where it can)."""
+        area = self.text_area
+        cursor = area.cursor_location
+        area.replace(text, (0, 0), area.document.end)
+        last_row = max(0, area.document.line_count - 1)
+        area.move_cursor((min(cursor[0], last_row), cursor[1]))
+
     def _set_status(self, status: str, *, warning: bool = False) -> None:
+        dirty = self.is_dirty
+        if dirty != self._was_dirty:
+            self._was_dirty = dirty
+            self.post_message(self.DirtyChanged(dirty))
         self._status = (status, warning)
         line = Text(MEMORY_FILE, style="bold")
         if self.is_dirty and not warning:

@@ -268,6 +268,12 @@ tab in this session.
 
     # -- messages --
 
+    def _on_memory_editor_dirty_changed(self, message: MemoryEditor.DirtyChanged) -> None:
+        """● on the MEMORY.md tab while it has unsaved edits (the message goes on up to the
+        screen, whose header shows it too)."""
+        title = TABS["memory"] + (" ●" if message.dirty else "")
+        self.query_one(TabbedContent).get_tab("memory").label = title
+
     @on(MemoryChanged)
     def _memory_changed(self, message: MemoryChanged) -> None:
         message.stop()

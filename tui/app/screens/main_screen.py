@@ -45,6 +45,7 @@ from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
 # MemdeckApp._load_engine. These names are for type hints only.
 if TYPE_CHECKING:
     from tui.app.panels.injection_panel import InjectionPanel
+    from tui.app.panels.memory_editor import MemoryEditor
     from tui.app.panels.memory_panels import MemoryPanels
     from tui.app.widgets.chat_pane import ChatPane
     from tui.app.widgets.session_list import SessionList
@@ -407,6 +408,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         )
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
+        self._announce_recovery_copies()
         self.chat_pane.chat_input.focus()
         self._open_initial_session()
         self.call_after_refresh(self._start_background)
@@ -771,6 +773,21 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
         self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
 
+    @work(thread=True, group="recovery", exit_on_error=False)
+    def _announce_recovery_copies(self) -> None:
+        """Say once where unsaved MEMORY.md edits of a killed run were kept."""
+        store = self.engine.memory.store
+        for copy in store.unannounced_recovery_copies():
+            rel = copy.relative_to(self.engine.memory.workspace.root)
+            self.app.call_from_thread(
+                self.notify,
+                f"unsaved MEMORY.md edits from a run that was ended are in {rel}",
+                title="recovered",
+                severity="warning",
+                timeout=20,
+            )
+            store.mark_recovery_announced(copy)
+
     async def _confirm_forget(self, memories: list[str], already: int) -> bool:
         """Ask whether the model may forget ``memories`` (past the per-turn limit); Keep is the default."""
         from tui.app.screens.confirm_screen import ConfirmScreen
@@ -916,6 +933,9 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.action_focus_chat()
             chat_input = self.chat_pane.chat_input
             chat_input.insert_text_at_cursor(event.character)
+
+    def _on_memory_editor_dirty_changed(self, message: MemoryEditor.DirtyChanged) -> None:
+        self.header.unsaved_memory = message.dirty
 
     def _on_memory_panels_tab_shown(self, message: MemoryPanels.TabShown) -> None:
         self.query_one(ModeBar).tab = message.title

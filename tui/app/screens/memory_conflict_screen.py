@@ -14,14 +14,16 @@ from textual.widgets import Button, Static
 
 from tui.app.widgets.diff_view import DiffView, unified_diff
 
-ConflictChoice = Literal["mine", "theirs", "later"]
+ConflictChoice = Literal["mine", "theirs", "both", "later"]
 
 
 class MemoryConflictScreen(ModalScreen[ConflictChoice]):
-    """Keep my buffer, load the file from disk, or look at the diff first. Nothing is lost silently.
+    """Keep both (when the two sides changed different lines), keep my buffer, load the file
+    from disk, or look at the diff first. Nothing is lost silently, and the default (Enter) is
+    the diff: it destroys nothing.
 
-    Dismisses with ``"mine"``, ``"theirs"`` or ``"later"`` (escape: decide later; the buffer stays
-    unsaved and the next save asks again).
+    Dismisses with ``"both"``, ``"mine"``, ``"theirs"`` or ``"later"`` (escape: decide later;
+    the buffer stays unsaved and the next save asks again).
     """
 
     HELP = """\
@@ -29,15 +31,18 @@ class MemoryConflictScreen(ModalScreen[ConflictChoice]):
 
 Someone (another editor, or the assistant) changed MEMORY.md while you had unsaved edits.
 
+- **Show diff** (the default): compare the two first.
+- **Keep both**: when you and the other side changed different lines, your buffer gets both
+  (a three-way merge against the text you started from); save to write it.
 - **Keep mine**: keep your buffer; saving will replace the file on disk with it.
-- **Load theirs**: replace your buffer with the file on disk (your edits are dropped).
-- **Show diff**: compare the two first.
+- **Load theirs**: replace your buffer with the file on disk; **ctrl+z** brings your text back.
 - **Escape**: decide later; nothing is saved or reloaded.
 """
 
     BINDINGS = [
         Binding("escape", "decide_later", "Later", id="memory_conflict.later"),
         Binding("d", "toggle_diff", "Diff", id="memory_conflict.diff"),
+        Binding("b", "keep_both", "Keep both", id="memory_conflict.both", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -75,12 +80,21 @@ Someone (another editor, or the assistant) changed MEMORY.md while you had unsav
     }
     """
 
-    def __init__(self, disk_text: str, buffer_text: str, *, while_saving: bool = False) -> None:
-        """``while_saving``: the question comes from a refused save rather than a change seen on disk."""
+    def __init__(
+        self,
+        disk_text: str,
+        buffer_text: str,
+        *,
+        while_saving: bool = False,
+        can_keep_both: bool = False,
+    ) -> None:
+        """``while_saving``: the question comes from a refused save rather than a change seen
+        on disk; ``can_keep_both``: the two sides merge without a clash (offer Keep both)."""
         super().__init__()
         self.disk_text = disk_text
         self.buffer_text = buffer_text
         self.while_saving = while_saving
+        self.can_keep_both = can_keep_both
 
     def compose(self) -> ComposeResult:
         question = (
@@ -89,8 +103,13 @@ Someone (another editor, or the assistant) changed MEMORY.md while you had unsav
             else "MEMORY.md changed on disk, and you have unsaved edits."
         )
         with Vertical(id="conflict-dialog"):
+            ask = (
+                "\nYou and the other side changed different lines: Keep both merges them."
+                if self.can_keep_both
+                else "\nWhich version do you want to keep?"
+            )
             yield Static(
-                Text.assemble((question, "bold"), "\nWhich version do you want to keep?"),
+                Text.assemble((question, "bold"), ask),
                 id="conflict-question",
             )
             with VerticalScroll(id="conflict-diff-scroll"):
@@ -103,11 +122,19 @@ Someone (another editor, or the assistant) changed MEMORY.md while you had unsav
                 yield DiffView(diff, id="conflict-diff")
             with Horizontal(id="conflict-buttons"):
                 yield Button("Show diff", id="conflict-diff-button")
+                if self.can_keep_both:
+                    yield Button("Keep both", id="conflict-both", variant="success")
                 yield Button("Load theirs", id="conflict-theirs", variant="warning")
                 yield Button("Keep mine", id="conflict-mine", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#conflict-mine", Button).focus()
+        # Enter on the focused button must destroy nothing: it shows the diff.
+        self.query_one("#conflict-diff-button", Button).focus()
+
+    @on(Button.Pressed, "#conflict-both")
+    def action_keep_both(self) -> None:
+        if self.can_keep_both:
+            self.dismiss("both")
 
     @on(Button.Pressed, "#conflict-mine")
     def action_keep_mine(self) -> None:

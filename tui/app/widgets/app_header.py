@@ -19,7 +19,7 @@ class AppHeader(Static):
 The open session, the chat model, and the memory index: how many chunks are indexed, whether
 search is **hybrid** (the embedding model is loaded) or **BM25 only** (full-text, while the
 model loads or if it failed), and indexing progress. "flushing…" shows while memory is being
-written from a conversation.
+written from a conversation; "● MEMORY.md unsaved" while the editor has unsaved edits.
 """
 
     DEFAULT_CSS = """
@@ -43,6 +43,8 @@ written from a conversation.
     flushing: reactive[int] = reactive(0)
     #: A short notice that wins over everything else on the right (e.g. quitting).
     notice: reactive[str] = reactive("")
+    #: MEMORY.md has unsaved edits in the editor.
+    unsaved_memory: reactive[bool] = reactive(False)
 
     def render(self) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -56,6 +58,9 @@ written from a conversation.
         line.append(self.model or "no model", style="" if self.model else "italic")
         line.append(" · ", style="dim")
         line.append_text(self.index_status())
+        if self.unsaved_memory:
+            line.append(" · ", style="dim")
+            line.append("● MEMORY.md unsaved", style="bold yellow")
         if self.flushing and not self.notice:
             line.append(" · flushing memory…", style="italic")
         if self.notice:
