@@ -15,6 +15,8 @@ import pytest
 from support.chat_support import memdeck_env, run_memdeck
 
 from tui.engine import temporal, usage
+from tui.engine.engine import MemoryEngine
+from tui.engine.store import EntryBatch
 from tui.engine.temporal import parse_time_intent
 from tui.engine.workspace import Workspace
 
@@ -120,3 +122,31 @@ def test_memdeck_usage_survives_a_corrupt_ledger_and_says_how_many(tmp_path: Pat
     one_line_or_none(result.stderr)
     assert f"{len(CORRUPT_LINES)} unreadable lines of .memdeck/usage.jsonl skipped" in result.stderr
     assert "2 calls" in result.stdout
+
+
+# -- 14. one NUL byte no longer hides a day --------------------------------------------------
+
+
+def test_appends_never_write_nul_and_a_stray_nul_hides_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    workspace = Workspace.open(root)
+    engine = MemoryEngine(workspace)
+    try:
+        day = date(2026, 11, 24)
+        engine.append_daily("- Booked the dentist for Friday\n", day)
+        engine.append_daily("- Pasted terminal output: build ok\x00\n", day)
+        engine.save_entries(EntryBatch(["Uses tmux\x00 daily"], "high", "user"))
+        log = workspace.daily_log(day)
+        assert b"\x00" not in log.read_bytes()
+        assert b"\x00" not in (root / "MEMORY.md").read_bytes()
+        assert "build ok" in log.read_text(encoding="utf-8")
+        # A NUL that got in another way (an editor, a script) is replaced, not a reason to drop
+        # the day.
+        with log.open("ab") as handle:
+            handle.write(b"- Fixed the flaky test\x00 at last\n")
+        report = engine.sync(embed=False)
+        found = engine.search("dentist friday", max_results=5, min_score=0.0)
+    finally:
+        engine.close()
+    assert any(r.path == "memory/2026-11-24.md" for r in found.results)
+    assert any("NUL" in w for w in report.warnings)

@@ -413,7 +413,7 @@ def read_markdown(path: Path, *, max_bytes: int = MAX_INDEXED_BYTES) -> Markdown
         )
     data = path.read_bytes()
     digest = sha256_bytes(data)
-    if b"\x00" in data[:8192]:
+    if looks_binary(data):
         return MarkdownRead(
             None, digest, len(data), stat.st_mtime, f"{path}: skipped, looks binary"
         )
@@ -423,6 +423,23 @@ def read_markdown(path: Path, *, max_bytes: int = MAX_INDEXED_BYTES) -> Markdown
     except UnicodeDecodeError as exc:
         text = data.decode("utf-8", errors="replace")
         warning = f"{path}: not valid UTF-8 (byte {exc.start}); undecodable bytes replaced"
+    if "\x00" in text:
+        count = text.count("\x00")
+        text = text.replace("\x00", "\ufffd")
+        note = f"{count} NUL byte{'s' if count != 1 else ''} replaced"
+        warning = f"{warning}; {note}" if warning else f"{path}: {note}"
     if text.startswith("\ufeff"):
         text = text[1:]
     return MarkdownRead(text, digest, len(data), stat.st_mtime, warning)
+
+
+#: Bytes of a file's start looked at to tell text from binary.
+BINARY_SAMPLE = 8192
+
+
+def looks_binary(data: bytes) -> bool:
+    """Binary, not text with a stray NUL: NUL bytes are more than 1 in 10 of the sample, or
+    more than a few and more than 1 in 50 (UTF-16, images and archives have them everywhere)."""
+    sample = data[:BINARY_SAMPLE]
+    nul = sample.count(0)
+    return nul * 10 > len(sample) or (nul > 8 and nul * 50 > len(sample))

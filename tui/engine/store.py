@@ -457,6 +457,7 @@ class MemoryStore:
         day = day or date.today()
         path = self.workspace.daily_log(day)
         real = self._guarded(path)
+        text = without_nul(text)
         append_text(real, text.rstrip("\n") + "\n", header=f"# {day.isoformat()}\n\n")
         return path
 
@@ -471,9 +472,15 @@ class MemoryStore:
         append_text(self.workspace.history_path, line + "\n")
 
 
+def without_nul(text: str) -> str:
+    """``text`` without NUL characters: written into a memory file, one would make tools take
+    the whole file for binary."""
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
 def format_entry(content: str, meta: EntryMeta) -> str:
     """A MEMORY.md bullet carrying ``meta``; extra lines of ``content`` become indented continuations."""
-    lines = [line.rstrip() for line in content.strip().splitlines() if line.strip()]
+    lines = [line.rstrip() for line in without_nul(content).strip().splitlines() if line.strip()]
     first = lines[0].lstrip("-*+ ").strip() if lines else ""
     return "- " + with_meta(first, meta) + "".join(f"\n  {line.strip()}" for line in lines[1:])
 
