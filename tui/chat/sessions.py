@@ -353,7 +353,7 @@ class SessionStore:
         path = self.path(session_id)
         if path.exists():
             raise SessionError(f"session {session_id!r} already exists")
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         record: dict[str, Any] = {
             "type": "session",
             "version": SESSION_VERSION,
@@ -414,7 +414,7 @@ class SessionStore:
             unlogged = self.load(session_id).unlogged_count
             if unlogged:
                 raise UnloggedMessagesError(session_id, unlogged, outcome)
-        self.trash.mkdir(parents=True, exist_ok=True)
+        self.trash.mkdir(mode=0o700, parents=True, exist_ok=True)
         target = self.trash / path.name
         if target.exists():
             target = self.trash / f"{session_id}.{datetime.now().strftime('%Y%m%d%H%M%S%f')}.jsonl"

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from filelock import FileLock
 
@@ -25,6 +26,18 @@ MAX_INDEXED_BYTES = 8 * 1024 * 1024
 
 class ConcurrentEditError(Exception):
     """A file changed on disk between the moment the app read it and the moment it wanted to write it."""
+
+
+#: Mode of every file memdeck creates: memory and conversations are private whatever the
+#: umask (a rewrite keeps an existing file's mode).
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+def make_private_dir(path: Path) -> None:
+    """Create folder ``path`` (and its parents) readable only by the user; an existing one is
+    left as it is."""
+    Path(path).mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -64,7 +77,7 @@ def lock_for(path: Path) -> FileLock:
         state = parent / ".memdeck"
         if state.is_dir():
             locks = state / "locks"
-            locks.mkdir(exist_ok=True)
+            locks.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
             rel = os.path.relpath(path, parent).replace(os.sep, "__")
             return FileLock(str(locks / f"{rel}.lock"), timeout=10)
     return FileLock(str(path) + ".lock", timeout=10)
@@ -241,12 +254,12 @@ def replace_file(
     :func:`lock_for` against other memdeck writers.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     base = _settled(lambda: _read_or_none(path))
     new = change(base or b"")
     if base is not None and new == base:
         return new
-    mode = path.stat().st_mode & 0o777 if base is not None else 0o644
+    mode = path.stat().st_mode & 0o777 if base is not None else PRIVATE_FILE_MODE
     rebase = _Rebase(path, change, on_conflict)
     _hook("checked", path)
     written = _install(path, base, new, mode, rebase)
@@ -362,8 +375,8 @@ def append_text(path: Path, text: str, *, header: str = "") -> None:
     never decoded or rewritten, whatever their encoding.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_for(path), open(path, "ab") as handle:
+    make_private_dir(path.parent)
+    with lock_for(path), _open_append(path) as handle:
         size = handle.seek(0, os.SEEK_END)
         prefix = header if size == 0 else ""
         if size:
@@ -374,6 +387,12 @@ def append_text(path: Path, text: str, *, header: str = "") -> None:
         handle.write((prefix + text).encode("utf-8"))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _open_append(path: Path) -> BinaryIO:
+    """``path`` opened for appending, created private if it is new."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE_MODE)
+    return os.fdopen(fd, "ab")
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -178,12 +178,29 @@ class ChunkRow:
     confidence: str
 
 
+def _create_private(path: Path) -> None:
+    """Create the database file readable only by the user before SQLite does (SQLite gives its
+    -wal and -shm files the database's mode). An index left readable by others is tightened:
+    it holds the text of every memory."""
+    if str(path) == ":memory:":
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)
+    except OSError:
+        pass  # SQLite says what is wrong when it opens it
+
+
 def connect(path: Path | str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
     """Open a connection with sqlite-vec loaded and the pragmas the index relies on.
 
     ``busy_timeout`` (seconds) is how long a statement waits for another connection's lock
     before failing with "database is locked".
     """
+    _create_private(Path(path))
     conn = sqlite3.connect(
         str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
@@ -347,7 +364,7 @@ class MemoryIndex:
         :class:`IndexLockedError`; only a file that is not a usable index (corrupt, not a
         database, a foreign schema) is moved aside and rebuilt.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn: sqlite3.Connection | None = None
         try:
             conn, identity = self._connect_identified()

@@ -65,9 +65,9 @@ class Workspace:
         if not path.exists():
             if not create:
                 raise WorkspaceError(f"workspace {path} does not exist")
-            path.mkdir(parents=True)
+            path.mkdir(mode=0o700, parents=True)
         workspace = cls(path.resolve())
-        (workspace.root / STATE_DIR).mkdir(exist_ok=True)
+        (workspace.root / STATE_DIR).mkdir(mode=0o700, exist_ok=True)
         return workspace
 
     @property
