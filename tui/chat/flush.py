@@ -43,7 +43,13 @@ from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, lock_for
 from ..engine.markdown import is_heading, parse_heading, strip_bullet
 from ..engine.metadata import EntryMeta, format_meta
-from ..engine.store import EntryBatch, has_tag, normalize_entry_text, parse_entries
+from ..engine.store import (
+    EntryBatch,
+    has_tag,
+    normalize_entry_text,
+    parse_entries,
+    without_nul,
+)
 from ..engine.workspace import MEMORY_FILE, WorkspaceError
 from .client import LLMClient, LLMError
 from .events import FlushOutcome, TriggerName
@@ -336,19 +342,15 @@ class DailyLogFlusher:
         daily_rel = self.memory.workspace.relative(daily_path)
         existing = store.read_file(daily_rel)
         summary = str(record.get("summary") or "")
+        block = without_nul(_daily_block(session_id, record, summary)) if summary else ""
         if summary and not has_tag(existing, "flush", flush_id):
-            meta = format_meta(
-                EntryMeta(source="auto", extra={"flush": flush_id, "session": session_id})
-            )
-            count = int(record.get("count") or 0)
-            # The count is the one the outcome reports (the messages logged), not the span of
-            # message numbers, which also covers tool-only and silent ones.
-            what = f"{count} message{'s' if count != 1 else ''}"
-            if record.get("summarised") is False:
-                what += " · not summarised (no model)"
-            heading = f"## {record.get('time', '')} · {record.get('title', session_id)} · {what} {meta}"
             lead = "\n" if existing.strip() else ""
-            self.memory.append_daily(f"{lead}{heading}\n\n{summary}\n", day)
+            self.memory.append_daily(f"{lead}{block}", day)
+        elif summary and block.rstrip() not in existing:
+            # The tagged heading is there but not the whole block (a write cut short before
+            # appends were all-or-nothing): complete it rather than call it done.
+            store.edit_file(daily_rel, lambda text: _completed(text, flush_id, block))
+            self.memory.sync_paths([daily_rel])
         crash_point("after_daily_append")
         facts = [str(fact) for fact in record.get("facts") or []]
         added, _ = self.memory.save_entries(
@@ -404,6 +406,35 @@ class DailyLogFlusher:
                 statements.add(statement)
             fresh.append(fact)
         return fresh
+
+
+def _daily_block(session_id: str, record: dict[str, Any], summary: str) -> str:
+    """The daily-log block a prepared flush ``record`` appends: its tagged heading, then the
+    summary."""
+    flush_id = str(record["flush_id"])
+    meta = format_meta(EntryMeta(source="auto", extra={"flush": flush_id, "session": session_id}))
+    count = int(record.get("count") or 0)
+    # The count is the one the outcome reports (the messages logged), not the span of
+    # message numbers, which also covers tool-only and silent ones.
+    what = f"{count} message{'s' if count != 1 else ''}"
+    if record.get("summarised") is False:
+        what += " · not summarised (no model)"
+    heading = f"## {record.get('time', '')} · {record.get('title', session_id)} · {what} {meta}"
+    return f"{heading}\n\n{summary}\n"
+
+
+def _completed(text: str, flush_id: str, block: str) -> str:
+    """``text`` with the cut-short ``block`` of flush ``flush_id`` at its end made whole; any
+    other text is returned unchanged (only a tail that is a prefix of the block is ours)."""
+    marker = f"flush={flush_id}"
+    at = text.rfind(marker)
+    start = text.rfind("\n", 0, at) + 1 if at >= 0 else -1
+    if start < 0 or block.rstrip() in text:
+        return text
+    tail = text[start:]
+    if not block.startswith(tail.rstrip("\n")):
+        return text
+    return text[:start] + block
 
 
 def _merge(a: FlushOutcome, b: FlushOutcome, *, status: str | None = None) -> FlushOutcome:

@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +18,7 @@ from .. import __version__
 from ..engine.embeddings import EmbeddingError
 from ..engine.fileio import ConcurrentEditError
 from ..engine.index import DatabaseError, IndexLockedError, is_busy
-from ..engine.workspace import WorkspaceError
+from ..engine.workspace import WorkspaceError, default_workspace
 from . import chat, memory
 from .registry import CliError, Command
 
@@ -54,6 +56,27 @@ def run_tui(args: argparse.Namespace) -> int:
     return run_app(args)
 
 
+#: Free bytes under which a write error of the index is taken for a full disk.
+FULL_DISK_BYTES = 16 * 1024 * 1024
+_SQLITE_FULL = 13
+
+
+def disk_is_full(exc: BaseException, workspace: str | os.PathLike[str] | None) -> bool:
+    """Whether an index error comes from a full disk: SQLite says so, or it says "disk I/O
+    error" and the workspace's file system has (almost) no space left."""
+    if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(exc):
+        return True
+    if "I/O error" not in str(exc):
+        return False
+    try:
+        where = Path(workspace).expanduser() if workspace else default_workspace()
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        return shutil.disk_usage(where).free < FULL_DISK_BYTES
+    except OSError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script."""
     parser = build_parser()
@@ -68,6 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if is_busy(exc):  # locked is never broken: waiting is the cure, not a reindex
             print(
                 f"memdeck: error: the index is locked by another process ({exc})", file=sys.stderr
+            )
+            return 2
+        if disk_is_full(exc, getattr(args, "workspace", None)):  # a reindex needs more space
+            print(
+                f"memdeck: error: the disk is full ({exc}); free some space and try again "
+                "(your Markdown files are unchanged)",
+                file=sys.stderr,
             )
             return 2
         print(

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from filelock import FileLock
 
@@ -369,30 +368,38 @@ def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None
 
 
 def append_text(path: Path, text: str, *, header: str = "") -> None:
-    """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line.
+    """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line: all of it
+    or nothing (a write that fails part-way is truncated back off).
 
     ``header`` is written first when the file is missing or empty. The existing bytes are
     never decoded or rewritten, whatever their encoding.
     """
     path = Path(path)
     make_private_dir(path.parent)
-    with lock_for(path), _open_append(path) as handle:
-        size = handle.seek(0, os.SEEK_END)
-        prefix = header if size == 0 else ""
-        if size:
-            with open(path, "rb") as reader:
-                reader.seek(size - 1)
-                if reader.read(1) != b"\n":
-                    prefix = "\n"
-        handle.write((prefix + text).encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _open_append(path: Path) -> BinaryIO:
-    """``path`` opened for appending, created private if it is new."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE_MODE)
-    return os.fdopen(fd, "ab")
+    with lock_for(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            prefix = header if size == 0 else ""
+            if size:
+                with open(path, "rb") as reader:
+                    reader.seek(size - 1)
+                    if reader.read(1) != b"\n":
+                        prefix = "\n"
+            data = memoryview((prefix + text).encode("utf-8"))
+            try:
+                while data:  # unbuffered: nothing is left to be written later
+                    data = data[os.write(fd, data) :]
+                os.fsync(fd)
+            except OSError:
+                # A full disk (or a size limit) cut the write short: take the partial bytes
+                # back, so the file is as it was and a retry appends the whole text.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                raise
+        finally:
+            os.close(fd)
 
 
 def _fsync_dir(directory: Path) -> None:
