@@ -12,14 +12,18 @@ and sends each batch's token ids; the child runs :meth:`Embedder._run` on them, 
 bit-identical to the in-process path and the fingerprint is the same (no rebuild when
 switching). The pipe protocol is binary frames on the child's stdin/stdout:
 
-- parent -> child: ``b"B" <u32 rows> <u32 width>`` then ids, attention mask and type ids, each
-  ``rows x width`` int32;
-- child -> parent: ``b"R" <u32 dims>`` once the model is loaded, ``b"V" <u32 rows> <u32 dims>``
-  then float32 vectors, or ``b"E" <u32 length>`` then a UTF-8 error message.
+- parent -> child: ``b"B" <u32 id> <u32 rows> <u32 width>`` then ids, attention mask and type
+  ids, each ``rows x width`` int32;
+- child -> parent: ``b"R" <u32 dims>`` once the model is loaded, ``b"V" <u32 id> <u32 rows>
+  <u32 dims>`` then float32 vectors, or ``b"E" <u32 id> <u32 length>`` then a UTF-8 error
+  message. ``id`` is the request's, echoed: a reply is only ever taken for its own request.
 
 The child exits when its stdin closes: when the parent stops it, and when the parent dies
-(even killed), so nothing outlives the app. A child that dies mid-request is restarted once;
-if the restart dies too, :class:`EmbeddingError` says so with the tail of its stderr.
+(even killed), so nothing outlives the app. Every read has a deadline (``request_timeout``,
+longer for a start, which loads the model). A child that dies, stops answering (a deadline
+passes) or breaks the protocol (an unknown frame, a reply to another request, stray bytes on
+the pipe) is killed and restarted once; if the restart fails too, :class:`EmbeddingError`
+says so with the tail of its stderr. :meth:`HelperEmbedder.close` always returns.
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ TRIM_AFTER_TOKENS = 256
 TRIM_PAUSE = 0.2
 #: How long a stopping helper gets to exit before it is killed.
 STOP_TIMEOUT = 2.0
+#: Default deadline of one request (seconds); a start, which loads the model, gets
+#: ``START_TIMEOUT_FACTOR`` times as long.
+DEFAULT_REQUEST_TIMEOUT = 60.0
+START_TIMEOUT_FACTOR = 3.0
+_U32x3 = struct.Struct("<III")
 _U32 = struct.Struct("<I")
 _U32x2 = struct.Struct("<II")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding ``tui/``
@@ -64,6 +73,25 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding `
 
 class _HelperGone(Exception):
     """The helper closed its pipe (exited or was killed)."""
+
+
+class _HelperBroken(_HelperGone):
+    """The helper stopped answering (a deadline passed) or broke the protocol: it is killed."""
+
+
+def _read_by(fd: int, size: int, deadline: float) -> bytes:
+    """Exactly ``size`` bytes from pipe ``fd`` before ``deadline`` (``time.monotonic``)."""
+    parts: list[bytes] = []
+    while size:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise _HelperBroken("it did not answer in time")
+        data = os.read(fd, min(size, 1 << 20))
+        if not data:
+            raise _HelperGone("the pipe closed")
+        parts.append(data)
+        size -= len(data)
+    return b"".join(parts)
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:
@@ -82,9 +110,9 @@ def _write_frame(stream: IO[bytes], kind: bytes, *parts: bytes) -> None:
     stream.flush()
 
 
-def _error_frame(message: str) -> tuple[bytes, bytes, bytes]:
+def _error_frame(request_id: int, message: str) -> tuple[bytes, bytes, bytes]:
     data = message.encode("utf-8", "replace")
-    return b"E", _U32.pack(len(data)), data
+    return b"E", _U32x2.pack(request_id, len(data)), data
 
 
 # --------------------------------------------------------------------------- parent
@@ -118,10 +146,15 @@ class HelperEmbedder(Embedder):
         max_batch_tokens: int | None = 512,
         *,
         idle_exit: float | None = DEFAULT_IDLE_EXIT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
-        """``idle_exit``: seconds without work before the helper exits (``None``: never)."""
+        """``idle_exit``: seconds without work before the helper exits (``None``: never);
+        ``request_timeout``: seconds a batch may take before the helper is killed and
+        restarted (a start gets ``START_TIMEOUT_FACTOR`` times as long)."""
         super().__init__(spec, cache_dir, batch_size, threads, max_batch_tokens)
         self.idle_exit = idle_exit
+        self.request_timeout = request_timeout
+        self._next_id = 0
         self._ready = False
         self._io_lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -204,13 +237,15 @@ class HelperEmbedder(Embedder):
                     self._start()
                 try:
                     return self._request(payload, rows)
-                except _HelperGone:
-                    code = self._reap()
+                except _HelperGone as exc:
+                    broken = isinstance(exc, _HelperBroken)
+                    code = self._kill() if broken else self._reap()
                     if attempt == 2:
+                        what = f"failed ({exc})" if broken else f"exited (code {code})"
                         raise EmbeddingError(
-                            f"The embedding helper process of model {self.spec.name!r} exited "
-                            f"(code {code}) while embedding, twice; embeddings are unavailable "
-                            f"until it works again.{self._stderr_tail()}"
+                            f"The embedding helper process of model {self.spec.name!r} {what} "
+                            f"while embedding, twice; embeddings are unavailable until it "
+                            f"works again.{self._stderr_tail()}"
                         ) from None
                 finally:
                     self._touch()
@@ -219,21 +254,30 @@ class HelperEmbedder(Embedder):
     def _request(self, payload: Sequence[bytes], rows: int) -> np.ndarray:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        self._next_id = (self._next_id + 1) % 2**32
+        request_id = self._next_id
         try:
-            _write_frame(proc.stdin, b"B", *payload)
+            _write_frame(proc.stdin, b"B", _U32.pack(request_id), *payload)
         except (BrokenPipeError, OSError) as exc:
             raise _HelperGone(str(exc)) from exc
-        kind = _read_exact(proc.stdout, 1)
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + self.request_timeout
+        kind = _read_by(fd, 1, deadline)
         if kind == b"V":
-            n, dims = _U32x2.unpack(_read_exact(proc.stdout, _U32x2.size))
-            data = _read_exact(proc.stdout, n * dims * 4)
-            if n != rows or dims != self.dims:
-                raise EmbeddingError(f"The embedding helper answered {n}x{dims} for {rows} texts.")
+            answer_id, n, dims = _U32x3.unpack(_read_by(fd, _U32x3.size, deadline))
+            if answer_id != request_id or n != rows or dims != self.dims:
+                raise _HelperBroken(
+                    f"it answered request {answer_id} ({n}x{dims}) to request {request_id} "
+                    f"({rows}x{self.dims})"
+                )
+            data = _read_by(fd, n * dims * 4, deadline)
             return np.frombuffer(data, dtype=np.float32).reshape(n, dims).copy()
         if kind == b"E":
-            (size,) = _U32.unpack(_read_exact(proc.stdout, _U32.size))
-            raise EmbeddingError(_read_exact(proc.stdout, size).decode("utf-8", "replace"))
-        raise EmbeddingError(f"The embedding helper sent an unknown frame {kind!r}.")
+            answer_id, size = _U32x2.unpack(_read_by(fd, _U32x2.size, deadline))
+            if answer_id != request_id or size > 1 << 20:
+                raise _HelperBroken(f"it sent a malformed error frame for request {request_id}")
+            raise EmbeddingError(_read_by(fd, size, deadline).decode("utf-8", "replace"))
+        raise _HelperBroken(f"it sent an unknown frame {kind!r}")
 
     def _start(self) -> None:
         """Start a helper and wait until its model is loaded (call with ``_io_lock`` held)."""
@@ -262,14 +306,19 @@ class HelperEmbedder(Embedder):
         self._proc = proc
         self.starts += 1
         assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + self.request_timeout * START_TIMEOUT_FACTOR
         try:
-            kind = _read_exact(proc.stdout, 1)
-            (value,) = _U32.unpack(_read_exact(proc.stdout, _U32.size))
-            message = _read_exact(proc.stdout, value) if kind == b"E" else b""
-        except _HelperGone:
-            code = self._reap()
+            kind = _read_by(fd, 1, deadline)
+            (value,) = _U32.unpack(_read_by(fd, _U32.size, deadline))
+            if kind == b"E" and value > 1 << 20:
+                raise _HelperBroken("it sent a malformed error frame")
+            message = _read_by(fd, value, deadline) if kind == b"E" else b""
+        except _HelperGone as exc:
+            code = self._kill() if isinstance(exc, _HelperBroken) else self._reap()
+            what = f"failed ({exc})" if isinstance(exc, _HelperBroken) else f"exited (code {code})"
             raise EmbeddingError(
-                f"The embedding helper process exited (code {code}) before loading model "
+                f"The embedding helper process {what} before loading model "
                 f"{self.spec.name!r}.{self._stderr_tail()}"
             ) from None
         if kind != b"R":
@@ -322,6 +371,14 @@ class HelperEmbedder(Embedder):
             proc.wait()
         self._proc = None
 
+    def _kill(self) -> int | None:
+        """The helper is stuck or broke the protocol: kill it at once (``_io_lock`` held)."""
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+        return self._reap()
+
     def _reap(self) -> int | None:
         """The helper died: collect it and return its exit code (``_io_lock`` held)."""
         proc = self._proc
@@ -339,10 +396,21 @@ class HelperEmbedder(Embedder):
         return f" Its last output:\n{text}" if text else ""
 
     def close(self) -> None:
-        """Stop the helper now (a later embedding starts a new one)."""
+        """Stop the helper now (a later embedding starts a new one). Always returns: a helper
+        that holds up a request (stopped, stuck) is killed."""
         self._closing.set()
-        with self._io_lock:
+        if not self._io_lock.acquire(timeout=STOP_TIMEOUT):
+            proc = self._proc  # a request is waiting on it: unblock it
+            if proc is not None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+            if not self._io_lock.acquire(timeout=STOP_TIMEOUT):
+                self._closing.clear()
+                return
+        try:
             self._stop()
+        finally:
+            self._io_lock.release()
         self._closing.clear()
         if self._stderr is not None:
             with contextlib.suppress(OSError):
@@ -360,7 +428,8 @@ def _serve(config: dict[str, Any], stdin: IO[bytes], out: IO[bytes]) -> None:
     try:
         embedder.load_session()
     except EmbeddingError as exc:
-        _write_frame(out, *_error_frame(str(exc)))
+        data = str(exc).encode("utf-8", "replace")
+        _write_frame(out, b"E", _U32.pack(len(data)), data)
         return
     _write_frame(out, b"R", _U32.pack(embedder.dims))
     heavy = False  # a batch big enough to leave freed memory behind ran since the last trim
@@ -372,9 +441,9 @@ def _serve(config: dict[str, Any], stdin: IO[bytes], out: IO[bytes]) -> None:
         if not kind:  # the parent stopped us, or died
             return
         if kind != b"B":
-            _write_frame(out, *_error_frame(f"unknown request {kind!r}"))
+            _write_frame(out, *_error_frame(0, f"unknown request {kind!r}"))
             return
-        rows, width = _U32x2.unpack(_read_exact(stdin, _U32x2.size))
+        request_id, rows, width = _U32x3.unpack(_read_exact(stdin, _U32x3.size))
         size = rows * width * 4
         ids, mask, types = (
             np.frombuffer(_read_exact(stdin, size), dtype=np.int32)
@@ -385,9 +454,11 @@ def _serve(config: dict[str, Any], stdin: IO[bytes], out: IO[bytes]) -> None:
         try:
             vectors = embedder._run(ids, mask, types)
         except EmbeddingError as exc:
-            _write_frame(out, *_error_frame(str(exc)))
+            _write_frame(out, *_error_frame(request_id, str(exc)))
             continue
-        _write_frame(out, b"V", _U32x2.pack(rows, embedder.dims), vectors.tobytes())
+        _write_frame(
+            out, b"V", _U32x3.pack(request_id, rows, embedder.dims), vectors.tobytes()
+        )
         del vectors, ids, mask, types
         heavy = heavy or rows * width >= TRIM_AFTER_TOKENS
 
