@@ -101,6 +101,14 @@ exactly this text.
     def value(self, text: str) -> None:
         self.text = text
 
+    def post_message(self, message: Message) -> bool:
+        # An edit made from a parent's handler (clearing the box after a send) would carry
+        # that parent as its sender, and Textual never bubbles a message back to its sender:
+        # the screen would not hear that the draft is now empty.
+        if isinstance(message, TextArea.Changed):
+            message.set_sender(self)
+        return super().post_message(message)
+
     def insert_text_at_cursor(self, text: str) -> None:
         """Insert ``text`` where the cursor is."""
         self.insert(text)
