@@ -15,7 +15,9 @@ import pytest
 from support.chat_support import memdeck_env, run_memdeck
 
 from tui.engine import temporal, usage
+from tui.engine.embeddings import count_tokens
 from tui.engine.engine import MemoryEngine
+from tui.engine.inject import Injection, build_injection
 from tui.engine.store import EntryBatch
 from tui.engine.temporal import parse_time_intent
 from tui.engine.workspace import Workspace
@@ -150,3 +152,39 @@ def test_appends_never_write_nul_and_a_stray_nul_hides_nothing(tmp_path: Path) -
         engine.close()
     assert any(r.path == "memory/2026-11-24.md" for r in found.results)
     assert any("NUL" in w for w in report.warnings)
+
+
+# -- 16. the cost of an injection follows what is packed -----------------------------------
+
+
+def big_memory(lines: int) -> str:
+    return "# Long-term Memory\n\n" + "".join(
+        f"- Fact {i}: planned the garden for week {i % 52} <!-- mem id=a{i:06x} conf=high -->\n"
+        for i in range(lines)
+    )
+
+
+@pytest.mark.parametrize("lines", [1_000, 100_000])
+def test_injection_counts_only_what_can_be_packed(lines: int) -> None:
+    """A 100k-line MEMORY.md counted every line's tokens (6.9 of 7.5 s) though ~2,000 tokens
+    fit: the work done must not grow with the file. Counted in calls, not seconds."""
+    def calls_for(memory: str) -> tuple[int, Injection]:
+        calls = 0
+
+        def counting(text: str) -> int:
+            nonlocal calls
+            calls += 1
+            return count_tokens(text)
+
+        injection = build_injection(memory, [], counting)
+        return calls, injection
+
+    small_calls, _ = calls_for(big_memory(1_000))
+    calls, injection = calls_for(big_memory(lines))
+    assert calls <= 2 * small_calls
+    assert injection.report.memory_truncated and injection.report.memory_tokens > 1_000
+    # The report still says how big the file is (an estimate past what was read).
+    total = injection.report.memory_total_tokens
+    assert total > injection.report.memory_tokens * (lines // 1_000) // 2
+    cut = injection.report.cut[0].location
+    assert cut.endswith(f"-{lines + 2}")

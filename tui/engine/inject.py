@@ -24,7 +24,7 @@ report lists what was included, what was cut and why.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .metadata import split_meta
@@ -166,6 +166,72 @@ def visible_memory_lines(memory_text: str) -> list[tuple[int, str]]:
     return lines
 
 
+@dataclass
+class MeasuredMemory:
+    """MEMORY.md's visible lines as far as they were read, with their token counts."""
+
+    lines: list[tuple[int, str]]
+    tokens: list[int]
+    #: Exact when every line was read, else counted + an estimate of the rest.
+    total_tokens: int
+    #: The number of the last visible line of the file.
+    last_line: int
+
+
+def measure_memory(
+    memory_text: str, count_tokens: Callable[[str], int], limit: int
+) -> MeasuredMemory:
+    """MEMORY.md's visible lines (its title and inactive entries left out, markers
+    neutralised) with their token counts, read only until they pass ``limit`` tokens, the most
+    the block can ever hold: the cost follows what can be packed, not the file's size. The
+    total of a file read part-way is extrapolated from the characters left."""
+    lines: list[tuple[int, str]] = []
+    tokens: list[int] = []
+    total = chars = read_chars = 0
+    title_checked = False
+    for number, raw_line in enumerate(_lines_lazily(memory_text), start=1):
+        read_chars += len(raw_line) + 1
+        visible, meta = split_meta(raw_line)
+        if meta is not None and not meta.active:
+            continue
+        text = neutralise_markers(visible)
+        if not title_checked and text.strip():
+            title_checked = True
+            if text.startswith("# "):
+                # Its title ("# Long-term Memory") would repeat the block's heading one level up.
+                lines.clear()
+                tokens.clear()
+                total = chars = 0
+                continue
+        count = count_tokens(text) + 1
+        lines.append((number, text))
+        tokens.append(count)
+        total += count
+        chars += len(raw_line) + 1
+        if total > limit:
+            rest = max(0, len(memory_text) - read_chars)
+            # The last line's number, counted without copying the rest (trailing breaks aside).
+            end = len(memory_text.rstrip("\n")) if memory_text.endswith("\n") else len(memory_text)
+            last = number + memory_text.count("\n", read_chars, end) + (1 if end > read_chars else 0)
+            return MeasuredMemory(lines, tokens, total + round(rest * total / chars), last)
+    while lines and not lines[-1][1].strip():
+        lines.pop()
+        total -= tokens.pop()
+    return MeasuredMemory(lines, tokens, total, lines[-1][0] if lines else 0)
+
+
+def _lines_lazily(text: str, first: int = 1 << 16) -> Iterator[str]:
+    """``text.splitlines()``, split a growing prefix at a time (a caller that stops early does
+    not pay for the whole text)."""
+    start, size = 0, first
+    while start < len(text):
+        end = text.find("\n", start + size)
+        piece = text[start:] if end < 0 else text[start : end + 1]
+        yield from piece.splitlines()
+        start += len(piece)
+        size *= 4
+
+
 def format_relevant(result: SearchResult) -> str:
     """One entry of a ``## Relevant Memories`` group: ``- Lx-y: text``, continuation lines indented."""
     lines = [line for line in result.text.strip().splitlines() if line.strip()]
@@ -197,16 +263,6 @@ def build_injection(
     """Assemble the injected block from MEMORY.md's text and ranked search results."""
     budget = options.budget_tokens
     report = InjectionReport(budget=budget)
-    memory_lines = [(n, neutralise_markers(t)) for n, t in visible_memory_lines(memory_text)]
-    # MEMORY.md's own title ("# Long-term Memory") would repeat the block's heading one level up.
-    first = next((i for i, (_, line) in enumerate(memory_lines) if line.strip()), None)
-    if first is not None and memory_lines[first][1].startswith("# "):
-        del memory_lines[: first + 1]
-    while memory_lines and not memory_lines[-1][1].strip():
-        memory_lines.pop()
-    line_tokens = [count_tokens(text) + 1 for _, text in memory_lines]
-    report.memory_total_tokens = sum(line_tokens)
-
     header_cost = (
         count_tokens(LONG_TERM_HEADING)
         + count_tokens(RELEVANT_HEADING)
@@ -214,6 +270,9 @@ def build_injection(
         + 4
     )
     available = max(0, budget - header_cost)
+    measured = measure_memory(memory_text, count_tokens, available)
+    memory_lines, line_tokens = measured.lines, measured.tokens
+    report.memory_total_tokens = measured.total_tokens
     relevant_items = [(r, neutralise_markers(format_relevant(r))) for r in results]
     relevant_cost = [count_tokens(text) + 1 for _, text in relevant_items]
     memory_allowance = available
@@ -239,7 +298,7 @@ def build_injection(
         report.cut.append(
             InjectedItem(
                 "long-term",
-                f"MEMORY.md#L{last_kept + 1}-{memory_lines[-1][0]}",
+                f"MEMORY.md#L{last_kept + 1}-{measured.last_line}",
                 dropped,
                 reason=f"MEMORY.md truncated: {used} of {report.memory_total_tokens} tokens fit its share of the budget",
             )
