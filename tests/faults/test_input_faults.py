@@ -15,9 +15,10 @@ import pytest
 from support.chat_support import memdeck_env, run_memdeck
 
 from tui.engine import temporal, usage
-from tui.engine.embeddings import count_tokens
+from tui.engine.embeddings import Embedder, count_tokens
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import Injection, build_injection
+from tui.engine.search import SearchResult
 from tui.engine.store import EntryBatch
 from tui.engine.temporal import parse_time_intent
 from tui.engine.workspace import Workspace
@@ -188,3 +189,37 @@ def test_injection_counts_only_what_can_be_packed(lines: int) -> None:
     assert total > injection.report.memory_tokens * (lines // 1_000) // 2
     cut = injection.report.cut[0].location
     assert cut.endswith(f"-{lines + 2}")
+
+
+# -- 15. a future-dated log changes nothing, visibly ---------------------------------------
+
+
+def test_a_future_dated_log_does_not_demote_the_true_latest_fact(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    def editor_search(with_future: bool) -> tuple[SearchResult, list[str]]:
+        root = tmp_path / ("with" if with_future else "without")
+        workspace = Workspace.open(root)
+        (root / "memory").mkdir()
+        logs = {
+            "2026-03-02": "- Uses Vim for everything, with a long vimrc.\n",
+            "2026-10-20": "- Switched from Vim to Zed for everything, now.\n",
+        }
+        if with_future:
+            logs["9999-12-31"] = "- Switched from Zed to Notepad for everything, now.\n"
+        for day, text in logs.items():
+            (root / "memory" / f"{day}.md").write_text(f"# {day}\n\n{text}", encoding="utf-8")
+        engine = MemoryEngine(workspace, embedder=embedder)
+        try:
+            engine.sync()
+            found = engine.search("which editor do I use now for everything?", now=NOW)
+        finally:
+            engine.close()
+        zed = next(r for r in found.results if "Vim to Zed" in r.text)
+        return zed, found.notes
+
+    alone, _ = editor_search(with_future=False)
+    beside_future, notes = editor_search(with_future=True)
+    assert beside_future.breakdown.superseded == 1.0
+    assert beside_future.score == pytest.approx(alone.score)
+    assert any("9999-12-31" in note and "dated after today" in note for note in notes)

@@ -335,7 +335,9 @@ def search(
     superseded: set[int] = set()
     direction = _link_direction(intent, options)
     if direction is not None:
-        linked, superseded = _update_links(index, rows, hybrids, support, text_query, direction)
+        linked, superseded = _update_links(
+            index, rows, hybrids, support, text_query, direction, now
+        )
         _add_candidates(index, linked, hybrids, vectors, query_vector, options)
     scored: list[SearchResult] = []
     for chunk_id, hybrid in hybrids.items():
@@ -373,7 +375,16 @@ def search(
             index, scored, options.mmr_lambda, None if threshold_mode else options.max_results
         )
     response.results = scored if threshold_mode else scored[: options.max_results]
+    future = sorted({rows[i].path for i in hybrids if i in rows and _future(rows[i], now)})
+    if future:
+        response.notes.append(
+            f"dated after today, so they never mark other entries as outdated: {', '.join(future)}"
+        )
     return response
+
+
+def _future(row: ChunkRow, now: date) -> bool:
+    return row.date is not None and row.date > now
 
 
 def retrieval_text(query: str, intent: TimeIntent) -> str:
@@ -527,6 +538,11 @@ def _rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str
     return {word for _, word in sorted(rare)[:LINK_TERMS]}
 
 
+def _dated_by(row: ChunkRow, now: date) -> bool:
+    """Whether ``row`` has a date and it is not after ``now``."""
+    return row.date is not None and row.date <= now
+
+
 def _update_links(
     index: MemoryIndex,
     rows: dict[int, ChunkRow],
@@ -534,8 +550,10 @@ def _update_links(
     support: dict[int, float],
     query: str,
     direction: str,
+    now: date,
 ) -> tuple[dict[int, float], set[int]]:
-    """Relevance lent along update links, and the entries a newer one changed.
+    """Relevance lent along update links, and the entries a newer one changed. Entries dated
+    after ``now`` take no part: a log misdated into the future must not retire today's facts.
 
     A fact that changed is written twice, months apart: "Uses Vim for everything", then
     "Switched from Vim to Zed". The question ("which editor do I use now?") often matches the
@@ -547,7 +565,7 @@ def _update_links(
     """
     relevance = {i: max(h, support.get(i, 0.0)) for i, h in hybrids.items()}
     seeds = sorted(
-        (i for i in relevance if rows[i].date is not None), key=lambda i: -relevance[i]
+        (i for i in relevance if _dated_by(rows[i], now)), key=lambda i: -relevance[i]
     )[:LINK_SEEDS]
     query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
     linked: dict[int, float] = {}
@@ -564,7 +582,7 @@ def _update_links(
         vectors = index.mirror.vectors_for([seed, *others])
         for chunk_id in others:
             other = rows[chunk_id]
-            if other.date is None or other.date == row.date:
+            if not _dated_by(other, now) or other.date == row.date:
                 continue
             if (other.date > row.date) != (direction == "newer"):
                 continue
