@@ -7,12 +7,11 @@ The whole app under Pilot against the loopback fake server, a real workspace and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from support.fakeopenai import FakeOpenAI
-from support.pilot import app_ready, close_chat_engine, open_chat_engine, small_app, wait_until
+from support.pilot import app_ready, small_app, wait_until
 from textual import events
 from textual.pilot import Pilot
 
@@ -27,19 +26,6 @@ TRACE = """Traceback (most recent call last):
   File "app.py", line 2, in main
     raise ValueError("boom")
 ValueError: boom"""
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def engine(tmp_path: Path, server: FakeOpenAI) -> AsyncIterator[ChatEngine]:
-    chat = open_chat_engine(tmp_path, server, "# Long-term Memory\n\n- Likes tea\n")
-    yield chat
-    await close_chat_engine(chat)
 
 
 async def sent_message(pilot: Pilot, server: FakeOpenAI) -> str | None:

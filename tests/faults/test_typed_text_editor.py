@@ -19,13 +19,10 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import pytest
 from support.chat_support import memdeck_env
-from support.fakeopenai import FakeOpenAI
-from support.pilot import app_ready, close_chat_engine, open_chat_engine, small_app, wait_until
+from support.pilot import APP_MEMORY, app_ready, small_app, wait_until
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
@@ -37,21 +34,8 @@ from tui.engine.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = (120, 36)
-MEMORY = "# Long-term Memory\n\n- Likes tea\n- Has a dog called Max\n"
+MEMORY = APP_MEMORY
 TYPED = "- typed in the editor"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def engine(tmp_path: Path, server: FakeOpenAI) -> AsyncIterator[ChatEngine]:
-    chat = open_chat_engine(tmp_path, server, MEMORY)
-    yield chat
-    await close_chat_engine(chat)
 
 
 def memory_md(engine: ChatEngine) -> Path:
@@ -70,6 +54,11 @@ async def type_at_the_end(pilot: Pilot, app: MemdeckApp, text: str) -> None:
     await wait_until(pilot, lambda: editor.is_dirty, "the edit")
 
 
+async def quit_is_asked(pilot: Pilot, app: MemdeckApp) -> None:
+    await pilot.press("ctrl+q")
+    await wait_until(pilot, lambda: isinstance(app.screen, UnsavedQuitScreen), "the question")
+
+
 def memory_tab_label(app: MemdeckApp) -> str:
     tabs = app.main_screen.memory_panels.query_one(TabbedContent)
     return str(tabs.get_tab("memory").label)
@@ -85,14 +74,12 @@ async def test_quit_with_unsaved_edits_asks_and_enter_saves(
     async with app.run_test(size=SIZE) as pilot:
         await app_ready(pilot)
         await type_at_the_end(pilot, app, TYPED)
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: isinstance(app.screen, UnsavedQuitScreen), "the question")
+        await quit_is_asked(pilot, app)
         assert app.is_running
         await pilot.press("escape")  # Cancel: stay, nothing changes
         await wait_until(pilot, lambda: not isinstance(app.screen, UnsavedQuitScreen), "cancel")
         assert app.main_screen.memory_panels.memory_editor.is_dirty
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: isinstance(app.screen, UnsavedQuitScreen), "the question")
+        await quit_is_asked(pilot, app)
         await pilot.press("enter")  # the default: Save and quit
         await wait_until(pilot, lambda: not app.is_running, "the app to quit")
     assert memory_md(engine).read_text(encoding="utf-8") == MEMORY + TYPED + "\n"
@@ -105,8 +92,7 @@ async def test_quit_without_saving_leaves_the_file_as_it_was(
     async with app.run_test(size=SIZE) as pilot:
         await app_ready(pilot)
         await type_at_the_end(pilot, app, TYPED)
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: isinstance(app.screen, UnsavedQuitScreen), "the question")
+        await quit_is_asked(pilot, app)
         await pilot.click("#unsaved-discard")
         await wait_until(pilot, lambda: not app.is_running, "the app to quit")
     assert memory_md(engine).read_text(encoding="utf-8") == MEMORY

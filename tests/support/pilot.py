@@ -35,6 +35,8 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> 
 # -- a small app over a fresh workspace (the fault tests) ------------------------------------
 
 PINNED_DAY = date(2026, 11, 22)
+#: MEMORY.md of the small workspace of the app-level fault tests.
+APP_MEMORY = "# Long-term Memory\n\n- Likes tea\n- Has a dog called Max\n"
 
 
 def fixed_clock() -> datetime:

@@ -363,30 +363,27 @@ entry's confidence and history.
             self._set_status("loaded the version on disk (ctrl+z brings yours back)")
         elif choice == "both" and merged is not None:
             self._replace_buffer(merged)
-            self.base = shown
-            if newest.content_hash != shown.content_hash:
-                self._pending_disk = newest
-                self._ask(while_saving=while_saving)
-                return
-            self._pending_disk = None
-            self._set_status("kept both: your edits and the change on disk — ctrl+s saves")
-            if while_saving:
-                self.action_save()
+            self._adopt(shown, newest, while_saving, "kept both: yours and the change on disk")
         elif choice == "mine":
-            # The user chose to replace the version they were shown: adopt its hash so a save
-            # goes through (right away if they were saving). If the file changed again while
-            # they were deciding, that newer version has not been seen: ask about it instead.
-            self.base = shown
-            if newest.content_hash != shown.content_hash:
-                self._pending_disk = newest
-                self._ask(while_saving=while_saving)
-                return
-            self._pending_disk = None
-            self._set_status("kept your edits")
-            if while_saving:
-                self.action_save()
+            self._adopt(shown, newest, while_saving, "kept your edits")
         else:
             self._set_status("changed on disk — unsaved edits here (save to decide)", warning=True)
+
+    def _adopt(
+        self, shown: MemoryFileState, newest: MemoryFileState, while_saving: bool, status: str
+    ) -> None:
+        """The buffer now answers the disk version ``shown``: adopt its hash so a save goes
+        through (right away if they were saving). If the file changed again while they were
+        deciding, that newer version has not been seen: ask about it instead."""
+        self.base = shown
+        if newest.content_hash != shown.content_hash:
+            self._pending_disk = newest
+            self._ask(while_saving=while_saving)
+            return
+        self._pending_disk = None
+        self._set_status(status)
+        if while_saving:
+            self.action_save()
 
     def _replace_buffer(self, text: str) -> None:
         """Put ``text`` in the buffer as one undoable edit (the cursor stays where it can)."""
