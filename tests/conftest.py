@@ -2,13 +2,17 @@
 
 from collections.abc import Iterator
 
-import pytest
-from support.chat_support import TOOLS_TODAY
-from support.fakeopenai import FakeOpenAI
+from tui.engine.heap import tune_process
 
-from tui.chat.tools import MemoryTools
-from tui.engine.engine import MemoryEngine
-from tui.engine.workspace import Workspace
+tune_process()  # as the `memdeck` entry point does, before numpy loads
+
+import pytest  # noqa: E402
+from support.chat_support import TOOLS_TODAY  # noqa: E402
+from support.fakeopenai import FakeOpenAI  # noqa: E402
+
+from tui.chat.tools import MemoryTools  # noqa: E402
+from tui.engine.engine import MemoryEngine  # noqa: E402
+from tui.engine.workspace import Workspace  # noqa: E402
 
 
 @pytest.fixture

@@ -20,6 +20,10 @@ from bench_words import FILLER_WORDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tui.engine.heap import tune_process  # noqa: E402
+
+tune_process()  # as the app's entry point does, before numpy loads
+
 from tui.engine.embeddings import Embedder, count_tokens  # noqa: E402
 
 CHUNK_TOKENS = (150, 200)  # production chunk size, in word-pieces

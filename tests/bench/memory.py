@@ -205,7 +205,10 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
     """Run the app over ``root`` and print one JSON line per stage (this process only)."""
     _report("start")
     sys.path.insert(0, str(ROOT))
-    # What the `memdeck` console script imports before it opens the app.
+    # What the `memdeck` console script does before it opens the app.
+    from tui.engine.heap import tune_process
+
+    tune_process()
     import tui.cli  # noqa: F401
     from tui.app.app import MemdeckApp
     from tui.app.main import open_engine

@@ -61,8 +61,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-# The package first: it pins BLAS to one thread before numpy loads, as the app does.
-importlib.import_module("tui")
+# First: BLAS pinned to one thread before numpy loads, as the app's entry point does.
+importlib.import_module("tui.engine.heap").tune_process()
 
 import numpy as np  # noqa: E402
 

@@ -8,7 +8,7 @@ The machine may be shared: the load average is printed at the start and the end.
 
 What is measured, exactly:
 
-* **First frame** — ``python -m tui.cli --workspace WS`` is started in a pseudo-terminal
+* **First frame** — ``python -m tui --workspace WS`` is started in a pseudo-terminal
   (160×48) and its output read until the screen's header ("memdeck · ...") and footer
   ("help") have both been written: the first complete frame a user sees. The clock starts just
   before the process is spawned, so interpreter start-up and every import are included. The
@@ -249,7 +249,7 @@ def first_frame_once(
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
     began = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui", "--workspace", str(workspace)],
         stdin=slave,
         stdout=slave,
         stderr=slave,

@@ -16,6 +16,7 @@ from support.fakeopenai import FakeOpenAI
 from tui import __version__
 from tui.chat.chat import ChatEngine
 from tui.chat.sessions import SessionStore
+from tui.engine.heap import BLAS_THREAD_VARIABLES
 from tui.engine.inject import LONG_TERM_HEADING, InjectionReport, build_injection
 from tui.engine.search import SearchOptions, score_formula
 
@@ -116,7 +117,7 @@ def test_every_environment_variable_the_code_reads_is_in_the_readme() -> None:
     names = set(re.findall(r"os\.environ(?:\.get|\.setdefault)?\(\s*\"([A-Z_]+)\"", code))
     names |= set(re.findall(r"env(?:\.get\(|\[)\"([A-Z_]+)\"", code))
     names |= set(re.findall(r"\"((?:MEMDECK|OPENAI)_[A-Z_]+)\"", code))
-    names |= {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}
+    names |= set(BLAS_THREAD_VARIABLES)
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("Environment variables (they win") :].split("\n\n")[1]
     missing = sorted(name for name in names if f"`{name}`" not in table)

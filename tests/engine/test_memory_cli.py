@@ -19,7 +19,7 @@ def memdeck(
     full_env = {k: v for k, v in os.environ.items() if k != "MEMDECK_WORKSPACE"}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
+        [sys.executable, "-m", "tui", *args],
         input=stdin,
         capture_output=True,
         text=True,

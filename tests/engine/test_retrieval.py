@@ -217,7 +217,7 @@ def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path):
     (root / "MEMORY.md").write_text(PREFERENCES, encoding="utf-8")
     (root / "memory/2026-11-20.md").write_text("# 2026-11-20\n\n- Flew to Lisbon\n")
     done = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--workspace", str(root), "inject", "--stdin", "--now",
+        [sys.executable, "-m", "tui", "--workspace", str(root), "inject", "--stdin", "--now",
          "2026-11-22"],
         input="trip to Lisbon\nfavourite colour\n",
         capture_output=True,

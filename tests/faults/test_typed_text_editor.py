@@ -141,7 +141,7 @@ def drive_in_a_pty(root: Path, env: dict[str, str], keys: list[bytes]) -> bytes:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "--workspace", str(root)],
+        [sys.executable, "-m", "tui", "--workspace", str(root)],
         stdin=slave,
         stdout=slave,
         stderr=slave,

@@ -487,4 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from .heap import tune_process
+
+    tune_process()
     sys.exit(main())
