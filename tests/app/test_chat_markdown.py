@@ -8,8 +8,8 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Markdown
 
+from tui.app.textual_compat import picture_of
 from tui.app.widgets.chat_markdown import ChatMarkdown, GrowingBulletList
-from tui.app.widgets.folded_text import picture_of
 
 BULLETS = "".join(f"- item {n} with **bold** and `code`, some words to wrap\n" for n in range(14))
 NESTED = "- top one\n- top two\n  - inner a\n  - inner b\n- top three\n\nA paragraph after.\n"

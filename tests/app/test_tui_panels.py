@@ -40,7 +40,7 @@ from tui.app.panels.search_panel import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
 from tui.engine.embeddings import Embedder
-from tui.engine.engine import MemoryEngine
+from tui.engine.engine import MemoryChange, MemoryEngine
 from tui.engine.fileio import atomic_write_text
 from tui.engine.workspace import Workspace
 
@@ -130,23 +130,28 @@ class DraftHost(PanelHost):
 
 
 class WatcherHost(PanelHost):
-    """Runs the workspace watcher in one exclusive worker, as the app does."""
+    """Runs the workspace watcher in one exclusive worker, as the app does; records the changes
+    the engine publishes (the panels subscribe to them themselves)."""
 
     def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
         self.changes: list[MemoryChanged] = []
+        self.failures: list[MemoryChanged] = []
         #: ``watcher.syncing`` as each change was reported (it is reported mid-sync).
         self.syncing_seen: list[bool] = []
-        self.watcher = WorkspaceWatcher(engine, self._received)
+        self.watcher = WorkspaceWatcher(engine, self.failures.append)
+        self._stop = engine.on_change(self._received)
 
-    def _received(self, message: MemoryChanged) -> None:
-        self.changes.append(message)
+    def _received(self, change: MemoryChange) -> None:  # on the watcher's thread
+        self.changes.append(MemoryChanged.of(change))
         self.syncing_seen.append(self.watcher.syncing)
-        self.query_one(MemoryPanels).post_message(message)
 
     def on_mount(self) -> None:
         super().on_mount()
         self.watch_workspace()
+
+    def on_unmount(self) -> None:
+        self._stop()
 
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
     async def watch_workspace(self) -> None:
@@ -994,10 +999,12 @@ async def test_a_result_shows_its_matching_lines_with_the_terms_highlighted(
 
 
 def test_the_search_help_shows_the_score_formula(engine: MemoryEngine) -> None:
+    from tui.app.screens.help_screen import widget_help
     from tui.engine.search import score_formula
 
     panel = SearchPanel(engine, now=NOW)
-    assert score_formula(engine.search_options) in panel.HELP
+    assert score_formula(engine.search_options) in panel.help_text
+    assert score_formula(engine.search_options) in widget_help(panel)
 
 
 def test_stats_show_the_app_s_memory_and_the_embedding_helper_s() -> None:

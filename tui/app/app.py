@@ -36,6 +36,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerState
 from tui.app.gc_pacer import GcPacer
 from tui.app.screens.main_screen import MainScreen
 from tui.app.screens.unsaved_quit_screen import QuitChoice, UnsavedQuitScreen
+from tui.app.textual_compat import palette_search_group, palette_select
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
 from tui.chat.config import Config, ConfigError, save_config
 
@@ -61,18 +62,18 @@ class MemdeckCommandPalette(CommandPalette):
     @on(Input.Submitted)
     def _submitted_after_search(self, event: Input.Submitted) -> None:
         event.stop()
-        event.prevent_default()  # instead of CommandPalette._select_or_command, below
+        event.prevent_default()  # instead of Textual's own handler: palette_select, below
         self._submit_when_searched()
 
     @work(group="memdeck-submit", exclusive=True)
     async def _submit_when_searched(self) -> None:
         for worker in list(self.workers):
-            if worker.group == self._GATHER_COMMANDS_GROUP and worker.is_running:
+            if worker.group == palette_search_group() and worker.is_running:
                 try:
                     await worker.wait()
                 except WorkerCancelled:
                     return  # the text changed again: a newer search (and Enter) follows
-        self._select_or_command()
+        palette_select(self)
 
 
 class MemdeckApp(App[int]):
@@ -323,7 +324,7 @@ class MemdeckApp(App[int]):
 
     def action_command_palette(self) -> None:
         """ctrl+p: the command palette (one whose Enter waits for a search in progress)."""
-        if self.use_command_palette and not CommandPalette.is_open(self):
+        if self.use_command_palette and not isinstance(self.screen, CommandPalette):
             self.push_screen(MemdeckCommandPalette(id="--command-palette"))
 
     def action_show_help(self) -> None:

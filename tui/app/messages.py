@@ -16,6 +16,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from tui.engine.engine import MemoryChange
     from tui.engine.index import SyncReport
 
 _Node = TypeVar("_Node", bound=DOMNode)
@@ -45,10 +46,10 @@ def while_attached(
 class MemoryChanged(Message):
     """Memory files changed and the index already follows them: every memory panel refreshes.
 
-    Posted by whoever saw the change: the MEMORY.md editor after a save, the chat pane after a
-    tool call wrote memory, the main screen after a flush, a consolidation or an index sync,
-    and the workspace watcher after an outside edit. :class:`~tui.app.panels.MemoryPanels`
-    consumes it (the main screen hands it the ones posted outside the panels).
+    The main screen posts one for each :class:`~tui.engine.engine.MemoryChange` the engine
+    publishes (:meth:`of`): the editor's saves, the model's tool calls, flushes, consolidations
+    and outside edits the watcher found all arrive this one way. A failed watcher sync
+    arrives with ``error`` set. :class:`~tui.app.panels.MemoryPanels` consumes it.
 
     ``paths`` are workspace-relative; empty means any file may have changed. ``source`` says who
     changed them, for the activity log (empty: already logged). ``report`` is what re-indexing
@@ -59,3 +60,8 @@ class MemoryChanged(Message):
     source: str = ""
     report: SyncReport | None = None
     error: str | None = None
+
+    @classmethod
+    def of(cls, change: MemoryChange) -> MemoryChanged:
+        """The message for a change the engine published."""
+        return cls(list(change.paths), change.origin, change.report)

@@ -9,8 +9,11 @@ Run :meth:`WorkspaceWatcher.run` from ONE exclusive async worker of the app::
 Each debounced batch of filesystem events is treated as a set of paths, and the disk is looked
 at rather than the event kinds: a tmp-then-rename save arrives as "added", a vim save as
 added+deleted of the same file, and a renamed or new folder arrives without its files (so the
-whole workspace is re-synced). The sync runs in a thread; then the ``on_change`` callback gets a
-:class:`~tui.app.messages.MemoryChanged` (e.g. ``memory_panels.post_message``).
+whole workspace is re-synced). The sync runs in a thread, through
+:meth:`MemoryEngine.sync_changed`: the engine publishes the change (origin ``changed on disk``)
+only if the files were ahead of the index, so the app's own writes, which re-indexed their
+files already, are not announced again. A failure goes to the ``on_failure`` callback as a
+:class:`~tui.app.messages.MemoryChanged` with its ``error`` set.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from pathlib import Path
 from watchfiles import Change, awatch
 
 from tui.app.messages import MemoryChanged
-from tui.engine.engine import MemoryEngine
+from tui.engine.engine import OUTSIDE, MemoryEngine
 from tui.engine.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
 
 #: Who changed the files, for the activity log.
-SOURCE = "changed on disk"
+SOURCE = OUTSIDE
 #: Milliseconds of quiet before a batch of events is delivered (events arrive 60-90 ms after a write).
 DEFAULT_DEBOUNCE_MS = 400
 
@@ -96,23 +99,25 @@ class WorkspaceWatcher:
     def __init__(
         self,
         engine: MemoryEngine,
-        on_change: Callable[[MemoryChanged], object],
+        on_failure: Callable[[MemoryChanged], object],
         *,
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         force_polling: bool | None = None,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        """``on_change`` is called on the event loop with each batch's :class:`MemoryChanged`
-        (its paths are empty when the whole workspace was re-synced): once the files are
-        full-text indexed, and again once their new units are embedded (``progress`` is called
-        from the embedding thread meanwhile)."""
+        """The engine publishes each batch's change: once the files are full-text indexed, and
+        again once their new units are embedded (``progress`` is called from the embedding
+        thread meanwhile); paths are empty when the whole workspace was re-synced.
+        ``on_failure`` is called on the event loop when a sync fails."""
         self.engine = engine
-        self.on_change = on_change
+        self.on_failure = on_failure
         self.progress = progress
         self.debounce_ms = debounce_ms
         self.force_polling = force_polling
         self._stop_event = asyncio.Event()
         self.ready = asyncio.Event()
+        #: Batches of filesystem events looked at so far (the app's own writes included).
+        self.batches_handled = 0
         """Set once the filesystem watch is in place (tests wait for it before writing)."""
         self.syncing = False
         """True while changed files are being indexed."""
@@ -145,6 +150,7 @@ class WorkspaceWatcher:
                 continue  # a timeout tick: the watch is up
             changed = {Path(path).relative_to(root).as_posix() for _, path in changes}
             await self._sync(plan_sync(self.engine.workspace, changed))
+            self.batches_handled += 1
 
     def stop(self) -> None:
         """Stop watching; :meth:`run` returns shortly after."""
@@ -163,19 +169,17 @@ class WorkspaceWatcher:
         changed = [] if plan.rescan else plan.paths
         # Full-text first (searchable at once), then the vectors: a big file takes a while to
         # embed, and the header and Stats show the progress meanwhile.
+        engine = self.engine
         try:
-            if plan.rescan:
-                report = await asyncio.to_thread(self.engine.sync, embed=False)
-            else:
-                report = await asyncio.to_thread(self.engine.sync_paths, plan.paths, embed=False)
+            await asyncio.to_thread(
+                engine.sync_changed, None if plan.rescan else plan.paths, origin=SOURCE, embed=False
+            )
         except Exception as exc:  # the watcher must outlive a failed sync (locked, unreadable...)
-            self.on_change(MemoryChanged(changed, SOURCE, error=str(exc)))
+            self.on_failure(MemoryChanged(changed, SOURCE, error=str(exc)))
             return
-        self.on_change(MemoryChanged(changed, SOURCE, report))
         try:
-            embedded = await asyncio.to_thread(self.engine.embed_pending, progress=self.progress)
+            await asyncio.to_thread(
+                engine.embed_pending, progress=self.progress, origin=SOURCE, paths=changed
+            )
         except Exception as exc:
-            self.on_change(MemoryChanged(changed, SOURCE, error=f"embedding: {exc}"))
-            return
-        if embedded.embedded or embedded.cache_hits:
-            self.on_change(MemoryChanged(changed, SOURCE, embedded))
+            self.on_failure(MemoryChanged(changed, SOURCE, error=f"embedding: {exc}"))

@@ -802,7 +802,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
             try:
                 values[name] = check_setting(name, value, key)
             except ValueError as exc:
-                bad_key = key
+                bad_key: str | None = key
                 if key == "keymap":
                     bad_key = next((k for k, v in table.items() if not isinstance(v, str)), None)
                 raise ConfigError(str(exc), path, _key_line(text, section, bad_key)) from exc
@@ -879,7 +879,8 @@ def _resolve_embeddings_key(
         key, source = config.api_key, f"[llm] ({config.api_key_source})"
     elif env.get("OPENAI_API_KEY") and is_openai_url(config.embeddings_base_url):
         key, source = env["OPENAI_API_KEY"], "OPENAI_API_KEY"
-    return replace(config, embeddings_api_key=key, embeddings_api_key_source=source)
+    # (the record's fields are made at import time: mypy cannot see them as keywords)
+    return replace(config, **{"embeddings_api_key": key, "embeddings_api_key_source": source})
 
 
 def _resolve_key(
@@ -912,7 +913,7 @@ def _resolve_key(
             f"{display_url(file_values.get('base_url') or OPENAI_BASE_URL)}, "
             f"not to {display_url(config.effective_base_url)}"
         )
-    return replace(config, api_key=key, api_key_source=source, withheld_key=withheld)
+    return replace(config, **{"api_key": key, "api_key_source": source, "withheld_key": withheld})
 
 
 # -- writing --

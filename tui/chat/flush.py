@@ -39,7 +39,7 @@ from typing import Any
 
 from filelock import Timeout
 
-from ..engine.engine import MemoryEngine
+from ..engine.engine import FLUSH, MemoryEngine
 from ..engine.fileio import ConcurrentEditError, lock_for
 from ..engine.markdown import is_heading, parse_heading, strip_bullet
 from ..engine.metadata import EntryMeta, format_meta
@@ -290,10 +290,11 @@ class DailyLogFlusher:
             self.sessions.append(session_id, {**base, "phase": "done", "count": 0})
             return FlushOutcome("nothing_new", session_id, detail="no new conversation")
         summarised = not self.llm.problem
+        facts: list[str] = []
         if not summarised:
             # No model configured: the conversation is still logged, as an extract (marked as
             # not summarised; no long-term facts are drawn from it).
-            summary, facts = extractive_summary(conversation), []
+            summary = extractive_summary(conversation)
         else:
             crash_point("before_llm_answer")
             try:
@@ -345,22 +346,24 @@ class DailyLogFlusher:
         block = without_nul(_daily_block(session_id, record, summary)) if summary else ""
         if summary and not has_tag(existing, "flush", flush_id):
             lead = "\n" if existing.strip() else ""
-            self.memory.append_daily(f"{lead}{block}", day)
+            self.memory.append_daily(f"{lead}{block}", day, origin=FLUSH)
         elif summary and block.rstrip() not in existing:
             # The tagged heading is there but not the whole block (a write cut short before
             # appends were all-or-nothing): complete it rather than call it done.
             store.edit_file(daily_rel, lambda text: _completed(text, flush_id, block))
-            self.memory.sync_paths([daily_rel])
+            self.memory.sync_changed([daily_rel], origin=FLUSH)
         crash_point("after_daily_append")
         facts = [str(fact) for fact in record.get("facts") or []]
         added, _ = self.memory.save_entries(
             EntryBatch(facts, "medium", "auto", day, {"flush": flush_id}),
             unless_tagged=("flush", flush_id),
             keep=self._new_facts,
+            origin=FLUSH,
         )
         crash_point("after_memory_write")
         if recovered:  # what the interrupted run wrote may not be indexed yet
-            self.memory.sync_paths([daily_rel, MEMORY_FILE] if summary else [MEMORY_FILE])
+            paths = [daily_rel, MEMORY_FILE] if summary else [MEMORY_FILE]
+            self.memory.sync_changed(paths, origin=FLUSH)
         crash_point("before_pointer")
         self.sessions.append(
             session_id,

@@ -25,6 +25,7 @@ forced, and then it can be restored from the trash).
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -293,13 +294,13 @@ class SessionStore:
 
     # -- listing --
 
-    def ids(self) -> list[str]:
+    def ids(self) -> builtins.list[str]:
         """Ids of every session (not in the trash), oldest first by name."""
         if not self.root.is_dir():
             return []
         return sorted(p.stem for p in self.root.glob("*.jsonl") if _ID.match(p.stem))
 
-    def list(self) -> list[SessionInfo]:
+    def list(self) -> builtins.list[SessionInfo]:
         """Every session, most recently updated first."""
         infos = [self.info(session_id) for session_id in self.ids()]
         return sorted(infos, key=lambda i: (i.updated or "", i.id), reverse=True)
@@ -423,7 +424,7 @@ class SessionStore:
             self._cache.pop(session_id, None)
         return target, outcome
 
-    def trashed(self) -> list[Path]:
+    def trashed(self) -> builtins.list[Path]:
         """Transcripts in the trash."""
         return sorted(self.trash.glob("*.jsonl")) if self.trash.is_dir() else []
 
@@ -457,7 +458,7 @@ def _parse(session_id: str, data: bytes) -> Transcript:
     transcript = Transcript(session_id=session_id)
     text = data.decode("utf-8", errors="replace")
     tool_calls: dict[str, list[str]] = {}
-    raw_messages: list[dict[str, Any]] = []
+    raw_messages: builtins.list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

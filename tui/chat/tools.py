@@ -361,7 +361,11 @@ class MemoryTools:
             changed: list[str] = []
         else:
             meta, saved = self.memory.save_entry(
-                content, confidence="high", source="assistant", day=self.today()
+                content,
+                confidence="high",
+                source="assistant",
+                day=self.today(),
+                origin="assistant: save_memory",
             )
             entry_id = meta.id
             result = {
@@ -370,9 +374,11 @@ class MemoryTools:
                 "message": "Saved to long-term memory; it will be known in future conversations.",
             }
             changed = list(saved.paths)
-        retired = []
+        retired: list[MemoryEntry] = []
         if retire:
-            retired, superseded = self.memory.supersede(retire, reason=why, replaced_by=entry_id)
+            retired, superseded = self.memory.supersede(
+                retire, reason=why, replaced_by=entry_id, origin="assistant: save_memory"
+            )
             changed += superseded.paths
         if retired:
             result["superseded"] = [_brief(e) for e in retired]
@@ -541,7 +547,9 @@ class MemoryTools:
 
     def _apply_forget(self, plan: ForgetPlan) -> ToolResult:
         retired, change = self.memory.forget(
-            plan.entries, reason=f"forget_memory: {plan.query.strip()}"
+            plan.entries,
+            reason=f"forget_memory: {plan.query.strip()}",
+            origin="assistant: forget_memory",
         )
         return ToolResult(
             True,
@@ -556,7 +564,9 @@ class MemoryTools:
 
     def append_daily_log(self, arguments: dict[str, Any]) -> ToolResult:
         """Append a note to today's daily log and index it. ``arguments`` are validated."""
-        change = self.memory.append_daily(arguments["content"].strip() + "\n", self.today())
+        change = self.memory.append_daily(
+            arguments["content"].strip() + "\n", self.today(), origin="assistant: append_daily_log"
+        )
         return ToolResult(True, {"appended": change.paths[0]}, change.paths)
 
 

@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import tokenizers
@@ -38,6 +38,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "ModelSpec",
+    "TextEmbedder",
     "count_tokens",
     "count_tokens_batch",
     "default_cache_dir",
@@ -53,6 +54,62 @@ _BUNDLED_MODELS = "models"  # package-data folder next to this module
 
 class EmbeddingError(Exception):
     """Clear, user-facing message (e.g. model unavailable offline)."""
+
+
+class ModelName(Protocol):
+    """What is shown of an embedder's model."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dims(self) -> int: ...
+
+
+class TextEmbedder(Protocol):
+    """What every embedder offers, and all the index, search and engine use of one: the
+    inline :class:`Embedder`, :class:`~.embed_helper.HelperEmbedder` (the model in a helper
+    process) and :class:`~.remote_embeddings.RemoteEmbedder`."""
+
+    @property
+    def spec(self) -> ModelName: ...
+
+    @property
+    def dims(self) -> int: ...
+
+    @property
+    def remote(self) -> bool:
+        """Whether texts leave the machine (a server that may fail: BM25 meanwhile)."""
+
+    @property
+    def problem(self) -> str | None:
+        """The last failure, worded for the user (None while it works)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Names model, weights and dims: another fingerprint means other vectors."""
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def ready_now(self) -> bool:
+        """Whether an embedding now would not wait for a model to start."""
+
+    def warm(self) -> None:
+        """Get ready for an embedding soon, in the background."""
+
+    def load(self) -> None: ...
+
+    def embed(
+        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """``(n, dims)`` float32 unit vectors in input order."""
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+    def close(self) -> None:
+        """Release what it holds outside this process (a helper); it may load again later."""
 
 
 @dataclass(frozen=True)
@@ -372,6 +429,10 @@ def _lean_model(path: Path) -> bytes | str:
 class Embedder:
     """Embeds texts with one model; loads lazily and is safe to share between threads."""
 
+    remote = False
+    #: An inline model fails loudly (an exception) rather than by degrading.
+    problem: str | None = None
+
     def __init__(
         self,
         spec: ModelSpec = DEFAULT_MODEL,
@@ -422,6 +483,9 @@ class Embedder:
 
     def warm(self) -> None:
         """Get ready for an embedding soon, in the background (here: nothing to do)."""
+
+    def close(self) -> None:
+        """Nothing is held outside this process (the helper embedder stops its process)."""
 
     def load(self) -> None:
         """Load tokenizer and ONNX session (idempotent, thread-safe); may download files."""
@@ -534,7 +598,8 @@ class Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one text into a ``(dims,)`` float32 unit vector."""
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Ids, attention mask and type ids, as ``load_tokenizer()`` would make them: truncated
@@ -577,4 +642,5 @@ class Embedder:
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit

@@ -7,11 +7,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from . import usage
 from .chunker import ChunkParams
-from .embeddings import Embedder, EmbeddingError, count_tokens, count_tokens_batch
+from .embeddings import (
+    Embedder,
+    EmbeddingError,
+    TextEmbedder,
+    count_tokens,
+    count_tokens_batch,
+)
 from .heap import resident_mb
 from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, InjectionOptions, build_injection
@@ -21,21 +27,33 @@ from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace
 
-if TYPE_CHECKING:
-    from .remote_embeddings import RemoteEmbedder
-
-
 #: The note of a search done BM25-only because the embedding model was starting.
 MODEL_STARTING = "embedding model starting (idle exit): BM25 only for now"
 
 
+#: Who changed memory, as :attr:`MemoryChange.origin` says it (free text is allowed too, e.g.
+#: ``"assistant: save_memory"``).
+EDITOR, FLUSH, CONSOLIDATION, OUTSIDE, RESTORE = (
+    "editor",
+    "flush",
+    "consolidation",
+    "changed on disk",
+    "restore",
+)
+
+
 @dataclass(frozen=True)
 class MemoryChange:
-    """What a write changed: workspace-relative ``paths`` (the index already follows them) and
-    what re-indexing them did. No paths: nothing was written."""
+    """What a write changed: workspace-relative ``paths`` (the index already follows them),
+    what re-indexing them did, and who wrote (``origin``). No paths: nothing was written."""
 
     paths: tuple[str, ...] = ()
     report: SyncReport = field(default_factory=SyncReport)
+    origin: str = ""
+
+
+#: Called with each published :class:`MemoryChange`, on the thread that made the change.
+ChangeListener = Callable[[MemoryChange], None]
 
 
 class MemoryEngine:
@@ -49,7 +67,7 @@ class MemoryEngine:
         self,
         workspace: Workspace | Path | str | None = None,
         *,
-        embedder: Embedder | RemoteEmbedder | None = None,
+        embedder: TextEmbedder | None = None,
         search_options: SearchOptions = SearchOptions(),
         injection_options: InjectionOptions = InjectionOptions(),
         chunk_params: ChunkParams = ChunkParams(),
@@ -72,27 +90,60 @@ class MemoryEngine:
             cache_max_entries=cache_max_entries,
         )
         self._model_lock = threading.Lock()
+        self._listeners: list[ChangeListener] = []
+        self._listeners_lock = threading.Lock()
+
+    # -- the memory-change stream --
+
+    def on_change(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener`` with every change of memory files, exactly once per change: each
+        write through this engine, and each :meth:`sync_changed` that found the index behind
+        the files (an outside edit). Returns a function that stops it. ``listener`` runs on
+        the writing thread and must not block."""
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def stop() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return stop
+
+    def _publish(self, change: MemoryChange) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(change)
 
     @property
-    def embedder(self) -> Embedder | RemoteEmbedder:
+    def embedder(self) -> TextEmbedder:
         """The embedder in use: the index's, so that both change together (see
         :meth:`set_embedder`)."""
-        return self.index.embedder  # type: ignore[return-value]
+        return self.index.embedder
 
-    def _record_usage(self, embedder: Embedder | RemoteEmbedder) -> None:
+    def _record_usage(self, embedder: TextEmbedder) -> None:
         """A remote embedder records its tokens in the workspace's usage ledger."""
-        if getattr(embedder, "remote", False) and embedder.usage is None:  # type: ignore[union-attr]
+        if not embedder.remote:
+            return
+        from .remote_embeddings import RemoteEmbedder
+
+        if isinstance(embedder, RemoteEmbedder) and embedder.usage is None:
             root = self.workspace.root
-            embedder.usage = lambda model, tokens: usage.record(  # type: ignore[union-attr]
-                root,
-                purpose="embedding",
-                model=model,
-                prompt_tokens=tokens,
-                completion_tokens=None if tokens is None else 0,
-            )
+
+            def record(model: str, tokens: int | None) -> None:
+                usage.record(
+                    root,
+                    purpose="embedding",
+                    model=model,
+                    prompt_tokens=tokens,
+                    completion_tokens=None if tokens is None else 0,
+                )
+
+            embedder.usage = record
 
     def set_embedder(
-        self, embedder: Embedder | RemoteEmbedder, *, progress: Progress | None = None
+        self, embedder: TextEmbedder, *, progress: Progress | None = None
     ) -> SyncReport:
         """Use ``embedder`` from now on, without reopening the engine (the ``[embeddings]``
         config changed); blocking, so call it from a worker. The old embedder is closed.
@@ -105,7 +156,7 @@ class MemoryEngine:
         """
         self._record_usage(embedder)
         old = self.embedder
-        remote = getattr(embedder, "remote", False)
+        remote = embedder.remote
         with self._model_lock:
             try:
                 if old.loaded:  # the app had loaded the old model: load the new one first
@@ -123,9 +174,7 @@ class MemoryEngine:
                 report = self.index.rebuild(embed=False, progress=progress, embedder=embedder)
                 report.warnings.append(f"{exc}: BM25 only until it answers")
         if old is not embedder:
-            close = getattr(old, "close", None)
-            if close is not None:
-                close()
+            old.close()
         return report
 
     @property
@@ -171,31 +220,67 @@ class MemoryEngine:
 
     def _without_vectors(self, exc: EmbeddingError, again: Callable[[], SyncReport]) -> SyncReport:
         """A remote embedder failed mid-sync: index the text anyway, say why vectors are missing."""
-        if not getattr(self.embedder, "remote", False):
+        if not self.embedder.remote:
             raise exc
         report = again()
         report.warnings.append(f"{exc}: BM25 only until it answers")
         return report
 
-    def embed_pending(self, *, progress: Progress | None = None) -> SyncReport:
+    def embed_pending(
+        self,
+        *,
+        progress: Progress | None = None,
+        origin: str | None = None,
+        paths: Sequence[str] = (),
+    ) -> SyncReport:
         """Embed every unit that has no vector yet (nothing without the model), reporting
-        ``progress("embedding", done, total)`` as it goes."""
+        ``progress("embedding", done, total)`` as it goes. With ``origin``, a change (of
+        ``paths``, the files the new units came from) is published if any vector was added."""
         if not self.model_loaded:
             return SyncReport()
-        return self.index.embed_pending(progress=progress)
+        report = self.index.embed_pending(progress=progress)
+        if origin is not None and (report.embedded or report.cache_hits):
+            self._publish(MemoryChange(tuple(paths), report, origin))
+        return report
 
     # -- writing memory: every write re-indexes what it changed and says what that was --
 
-    def _changed(self, paths: Iterable[str]) -> MemoryChange:
+    def _changed(self, paths: Iterable[str], origin: str) -> MemoryChange:
         unique = tuple(dict.fromkeys(paths))
-        return MemoryChange(unique, self.sync_paths(unique) if unique else SyncReport())
+        if not unique:
+            return MemoryChange(origin=origin)
+        change = MemoryChange(unique, self.sync_paths(unique), origin)
+        self._publish(change)
+        return change
+
+    def sync_changed(
+        self, rel_paths: Sequence[str] | None, *, origin: str, embed: bool | None = None
+    ) -> SyncReport:
+        """:meth:`sync_paths` (``None``: :meth:`sync`, every file), publishing a
+        :class:`MemoryChange` only if the index was behind the files. A write of this engine
+        re-indexed its file already, so when a watcher sees it, nothing is published twice,
+        nor taken for an outside edit."""
+        if rel_paths is None:
+            report = self.sync(embed=embed)
+        else:
+            report = self.sync_paths(rel_paths, embed=embed)
+        if report.files_changed or report.files_removed:
+            self._publish(MemoryChange(tuple(rel_paths or ()), report, origin))
+        return report
 
     def save_entry(
-        self, content: str, *, confidence: str, source: str, day: date | None = None
+        self,
+        content: str,
+        *,
+        confidence: str,
+        source: str,
+        day: date | None = None,
+        origin: str = "",
     ) -> tuple[EntryMeta, MemoryChange]:
-        """Append one entry to MEMORY.md (see :meth:`MemoryStore.add_entry`), then re-index it."""
+        """Append one entry to MEMORY.md (see :meth:`MemoryStore.add_entry`), then re-index it.
+        (``source`` is the entry's ``src=``; ``origin`` who wrote, for :meth:`on_change`.)"""
         meta = self.store.add_entry(content, confidence=confidence, source=source, day=day)
-        return meta, self._changed([MEMORY_FILE])
+        return meta, self._changed([MEMORY_FILE], origin)
 
     def save_entries(
         self,
@@ -203,46 +288,54 @@ class MemoryEngine:
         *,
         unless_tagged: tuple[str, str] | None = None,
         keep: Callable[[str, Sequence[str]], Sequence[str]] | None = None,
+        origin: str = "",
     ) -> tuple[list[EntryMeta], MemoryChange]:
         """Append entries to MEMORY.md in one edit (see :meth:`MemoryStore.add_entries`), then
         re-index it if any was written."""
         written = self.store.add_entries(batch, unless_tagged=unless_tagged, keep=keep)
-        return written, self._changed([MEMORY_FILE] if written else [])
+        return written, self._changed([MEMORY_FILE] if written else [], origin)
 
     def forget(
-        self, entries: Sequence[MemoryEntry], *, reason: str = ""
+        self, entries: Sequence[MemoryEntry], *, reason: str = "", origin: str = ""
     ) -> tuple[list[MemoryEntry], MemoryChange]:
         """Soft-delete entries (kept in the audit trail), then re-index their files."""
         retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
-        return retired, self._changed(entry.path for entry in retired)
+        return retired, self._changed((entry.path for entry in retired), origin)
 
-    def restore(self, record: RetiredRecord) -> MemoryChange | None:
+    def restore(self, record: RetiredRecord, *, origin: str = RESTORE) -> MemoryChange | None:
         """Undo a forget or a supersede (see :meth:`MemoryStore.restore_entry`), then re-index
         the file; None when nothing could be restored."""
         if not self.store.restore_entry(record):
             return None
-        return self._changed([record.path])
+        return self._changed([record.path], origin)
 
     def supersede(
-        self, entries: Sequence[MemoryEntry], *, reason: str = "", replaced_by: str | None = None
+        self,
+        entries: Sequence[MemoryEntry],
+        *,
+        reason: str = "",
+        replaced_by: str | None = None,
+        origin: str = "",
     ) -> tuple[list[MemoryEntry], MemoryChange]:
         """Retire entries a newer one replaces (kept in the audit trail), then re-index them."""
         retired = self.store.retire_entries(
             entries, state="superseded", reason=reason, replaced_by=replaced_by
         )
-        return retired, self._changed(entry.path for entry in retired)
+        return retired, self._changed((entry.path for entry in retired), origin)
 
-    def append_daily(self, text: str, day: date | None = None) -> MemoryChange:
+    def append_daily(self, text: str, day: date | None = None, *, origin: str = "") -> MemoryChange:
         """Append to the daily log of ``day`` (see :meth:`MemoryStore.append_daily`), then
         re-index it; ``paths[0]`` is the log."""
         path = self.store.append_daily(text, day)
-        return self._changed([self.workspace.relative(path)])
+        return self._changed([self.workspace.relative(path)], origin)
 
-    def replace_memory(self, text: str, expected_hash: str) -> tuple[str, MemoryChange]:
+    def replace_memory(
+        self, text: str, expected_hash: str, *, origin: str = EDITOR
+    ) -> tuple[str, MemoryChange]:
         """Replace MEMORY.md with a whole buffer unless it changed since it was read (see
         :meth:`MemoryStore.save_memory_text`), then re-index it. Returns the new hash."""
         new_hash = self.store.save_memory_text(text, expected_hash)
-        return new_hash, self._changed([MEMORY_FILE])
+        return new_hash, self._changed([MEMORY_FILE], origin)
 
     def reindex(self, *, progress: Progress | None = None) -> SyncReport:
         """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""
@@ -255,7 +348,7 @@ class MemoryEngine:
         *,
         now: date | None = None,
         wait_for_model: bool = True,
-        **overrides: object,
+        **overrides: Any,
     ) -> SearchResponse:
         """Hybrid search when the model is loaded, BM25-only before. ``wait_for_model=False``
         (the live preview): if the model is not ready now (its helper restarting), search
@@ -273,12 +366,12 @@ class MemoryEngine:
             try:
                 query_vector = self.embedder.embed_query(retrieval_text(query, intent) or query)
             except EmbeddingError:
-                if not getattr(self.embedder, "remote", False):
+                if not self.embedder.remote:
                     raise
         if query_vector is not None and len(query_vector) != self.index.mirror.dims:
             query_vector = None  # the embedder was swapped for another model meanwhile
         response = search(self.index, query, query_vector, opts, now=now, intent=intent)
-        problem = getattr(self.embedder, "problem", None)
+        problem = self.embedder.problem
         if query_vector is None and problem:
             response.notes.append(f"{problem}: BM25 only")
         if starting:
@@ -333,14 +426,13 @@ class MemoryEngine:
         stats["model"] = self.embedder.spec.name
         stats["model_loaded"] = self.model_loaded
         stats["memory_mb"] = resident_mb()
-        helper_rss_mb = getattr(self.embedder, "helper_rss_mb", None)
-        if helper_rss_mb is not None:  # the model runs in a helper process (None: stopped)
-            stats["helper_memory_mb"] = helper_rss_mb()
+        from .embed_helper import HelperEmbedder
+
+        if isinstance(self.embedder, HelperEmbedder):  # the model runs in its own process
+            stats["helper_memory_mb"] = self.embedder.helper_rss_mb()  # None: stopped
         return stats
 
     def close(self) -> None:
         """Close the index and stop the embedder's helper process, if it has one."""
         self.index.close()
-        close = getattr(self.embedder, "close", None)
-        if close is not None:
-            close()
+        self.embedder.close()

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from filelock import FileLock
 
@@ -165,7 +166,10 @@ def _read_or_none(path: Path) -> bytes | None:
 _SETTLE = (0.005, 0.01, 0.02, 0.06)
 
 
-def _settled(read: Callable[[], bytes | None]) -> bytes | None:
+_Read = TypeVar("_Read", bound=bytes | None)
+
+
+def _settled(read: Callable[[], _Read]) -> _Read:
     """``read()``, re-read a few times while it is empty: an editor saving in place truncates
     first and writes next, and that empty moment must not pass for the user's version."""
     data = read()

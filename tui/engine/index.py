@@ -18,13 +18,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import sqlean as sqlite3
 import sqlite_vec
 
 from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown, embed_text
+from .embeddings import TextEmbedder
 from .fileio import read_markdown, sha256_text
 from .heap import release_free_memory
 from .textsearch import build_match_query, fts_body, query_terms
@@ -115,18 +116,6 @@ def _follows_rebuilds(method: Callable[..., _T]) -> Callable[..., _T]:
         raise AssertionError("unreachable")
 
     return wrapper
-
-
-class EmbedderLike(Protocol):
-    """What the index needs from an embedder (see :class:`tui.engine.embeddings.Embedder`)."""
-
-    dims: int
-    fingerprint: str
-    loaded: bool
-
-    def embed(
-        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
-    ) -> np.ndarray: ...
 
 
 def finite_vector(blob: bytes) -> bool:
@@ -265,7 +254,7 @@ class MemoryIndex:
     def __init__(
         self,
         workspace: Workspace,
-        embedder: EmbedderLike,
+        embedder: TextEmbedder,
         count_tokens: TokenCounter,
         params: ChunkParams = ChunkParams(),
         *,
@@ -639,7 +628,7 @@ class MemoryIndex:
     @_follows_rebuilds
     def pending_embeddings(self) -> int:
         """How many chunks still have no vector."""
-        return (
+        return int(
             self._reader().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
         )
 
@@ -782,7 +771,7 @@ class MemoryIndex:
         *,
         embed: bool = True,
         progress: Progress | None = None,
-        embedder: EmbedderLike | None = None,
+        embedder: TextEmbedder | None = None,
     ) -> SyncReport:
         """Rebuild from the Markdown files into a temporary database, then swap it in.
 
@@ -884,13 +873,15 @@ class MemoryIndex:
             if total <= limit:
                 return 0
             with _transaction(self._writer) as conn:
-                return conn.execute(
-                    """DELETE FROM embedding_cache WHERE rowid IN (
+                return int(
+                    conn.execute(
+                        """DELETE FROM embedding_cache WHERE rowid IN (
                            SELECT rowid FROM embedding_cache
                            WHERE NOT (model = ? AND hash IN (SELECT hash FROM chunks))
                            ORDER BY last_used, rowid LIMIT ?)""",
-                    (self.embedder.fingerprint, total - limit),
-                ).rowcount
+                        (self.embedder.fingerprint, total - limit),
+                    ).rowcount
+                )
 
     # -- reading --
 
@@ -906,7 +897,7 @@ class MemoryIndex:
         if match is None:
             return []
         order = "rank"
-        args: list = [match]
+        args: list[object] = [match]
         if also:
             order = f"rowid IN ({','.join('?' * len(also))}) DESC, rank"
             args.extend(also)
@@ -1027,7 +1018,7 @@ class MemoryIndex:
     def iter_chunks(self, path: str | None = None) -> Iterator[ChunkRow]:
         """Every active chunk, or those of one file, in file order."""
         sql = "SELECT id, path, start_line, end_line, heading, text, date, confidence FROM chunks WHERE state = 'active'"
-        args: tuple = ()
+        args: tuple[str, ...] = ()
         if path is not None:
             sql += " AND path = ?"
             args = (path,)
@@ -1064,7 +1055,9 @@ class MemoryIndex:
 
 def _next_cache_stamp(conn: sqlite3.Connection) -> int:
     """A recency stamp newer than every cache entry's (a counter: clocks can go backwards)."""
-    return conn.execute("SELECT coalesce(max(last_used), 0) + 1 FROM embedding_cache").fetchone()[0]
+    return int(
+        conn.execute("SELECT coalesce(max(last_used), 0) + 1 FROM embedding_cache").fetchone()[0]
+    )
 
 
 @contextlib.contextmanager

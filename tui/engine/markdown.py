@@ -116,8 +116,12 @@ def unwrap_fenced_document(text: str, infos: tuple[str, ...] = ("markdown", "md"
     text = text.strip()
     lines = text.split("\n")
     first = _opening(lines[0])
-    whole = len(lines) > 1 and first is not None and _closes(lines[-1], first[0])
-    if whole and (first[1] == "" or first[1].lower() in infos):
+    if (
+        first is not None
+        and len(lines) > 1
+        and _closes(lines[-1], first[0])
+        and (first[1] == "" or first[1].lower() in infos)
+    ):
         return "\n".join(lines[1:-1]).strip()
     documents = [b for b in fenced_blocks(lines) if b.info.lower() in infos]
     if len(documents) == 1:

@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -148,6 +148,9 @@ class RemoteEmbedder:
         """Whether an embedding now would not wait for a model to start: the server has it."""
         return self._loaded
 
+    def close(self) -> None:
+        """Nothing to release: each request opens its own connection."""
+
     def warm(self) -> None:
         """Nothing to start here (see :meth:`Embedder.warm`)."""
 
@@ -178,7 +181,8 @@ class RemoteEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One ``(dims,)`` unit vector."""
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
     # -- HTTP --
 
@@ -238,7 +242,7 @@ class RemoteEmbedder:
                 delay = min(MAX_RETRY_AFTER_S, max(delay, wait))
             self.sleep(delay)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> NoReturn:
         self.problem = message
         self._loaded = False
         raise RemoteEmbeddingError(message)
@@ -263,7 +267,8 @@ class RemoteEmbedder:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         if not np.isfinite(norms).all() or (norms == 0).any():
             self._fail(f"{where} answered vectors of length zero or overflowing; none were used")
-        return (matrix / norms).astype(np.float32)
+        unit: np.ndarray = (matrix / norms).astype(np.float32)
+        return unit
 
     def _record_usage(self, payload: dict[str, Any]) -> None:
         if self.usage is None:
@@ -333,7 +338,8 @@ def _tracking_handlers(sockets: list[Any]) -> list[urllib.request.BaseHandler]:
 
     class SecureHandler(urllib.request.HTTPSHandler):
         def https_open(self, req):  # type: ignore[no-untyped-def]
-            return self.do_open(SecureConnection, req, context=self._context)
+            # HTTPSHandler() holds no context: the connection makes the default one
+            return self.do_open(SecureConnection, req, context=None)
 
     return [Handler(), SecureHandler()]
 

@@ -272,7 +272,7 @@ def search(
     response.intent = intent
     text_query = retrieval_text(query, intent)
     threshold_mode = options.threshold is not None
-    pool = None if threshold_mode else max(1, options.max_results * options.candidate_multiplier)
+    pool = max(1, options.max_results * options.candidate_multiplier)
 
     vector_hits: dict[int, float] = {}
     if query_vector is not None:
@@ -281,7 +281,7 @@ def search(
             response.mode = "bm25"
             response.notes.append("no vectors indexed yet: BM25 only")
             query_vector = None
-        elif threshold_mode:
+        elif options.threshold is not None:
             vector_hits = dict(mirror.above(query_vector, options.threshold))
         else:
             vector_hits = dict(mirror.knn(query_vector, pool))
@@ -303,8 +303,8 @@ def search(
         return response
     if query_vector is not None:
         missing = [i for i in candidate_ids if i not in vector_hits]
-        for chunk_id, vector in index.mirror.vectors_for(missing).items():
-            vector_hits[chunk_id] = float(vector @ query_vector)
+        for chunk_id, stored in index.mirror.vectors_for(missing).items():
+            vector_hits[chunk_id] = float(stored @ query_vector)
     rows = index.chunks_by_id(candidate_ids)
     texts = text_scores(
         text_hits, options, index.query_idf(text_query) if options.text_norm == "idf" else 0.0
@@ -327,10 +327,11 @@ def search(
             )
     support: dict[int, float] = {}
     if options.neighbour_weight > 0:
-        support = _neighbour_support(index, rows, hybrids, options, pool or len(hybrids))
+        reach = len(hybrids) if threshold_mode else pool
+        support = _neighbour_support(index, rows, hybrids, options, reach)
         _add_candidates(index, support, hybrids, vectors, query_vector, options)
 
-    floor = options.threshold if threshold_mode else options.min_score
+    floor = options.threshold if options.threshold is not None else options.min_score
     linked: dict[int, float] = {}
     superseded: set[int] = set()
     direction = _link_direction(intent, options)
@@ -538,9 +539,9 @@ def _rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str
     return {word for _, word in sorted(rare)[:LINK_TERMS]}
 
 
-def _dated_by(row: ChunkRow, now: date) -> bool:
-    """Whether ``row`` has a date and it is not after ``now``."""
-    return row.date is not None and row.date <= now
+def _date_by(row: ChunkRow, now: date) -> date | None:
+    """``row``'s date if it has one and it is not after ``now``, else None."""
+    return row.date if row.date is not None and row.date <= now else None
 
 
 def _update_links(
@@ -565,7 +566,7 @@ def _update_links(
     """
     relevance = {i: max(h, support.get(i, 0.0)) for i, h in hybrids.items()}
     seeds = sorted(
-        (i for i in relevance if _dated_by(rows[i], now)), key=lambda i: -relevance[i]
+        (i for i in relevance if _date_by(rows[i], now)), key=lambda i: -relevance[i]
     )[:LINK_SEEDS]
     query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
     linked: dict[int, float] = {}
@@ -573,7 +574,8 @@ def _update_links(
     words_of: dict[int, set[str]] = {}  # an entry's own words, read once for all seeds
     for seed in seeds:
         row = rows[seed]
-        if direction == "older" and not _CHANGE.search(row.text):
+        row_date = _date_by(row, now)
+        if row_date is None or direction == "older" and not _CHANGE.search(row.text):
             continue
         rare = _rare_words(index, row.text, query_stems)
         hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
@@ -582,9 +584,10 @@ def _update_links(
         vectors = index.mirror.vectors_for([seed, *others])
         for chunk_id in others:
             other = rows[chunk_id]
-            if not _dated_by(other, now) or other.date == row.date:
+            other_date = _date_by(other, now)
+            if other_date is None or other_date == row_date:
                 continue
-            if (other.date > row.date) != (direction == "newer"):
+            if (other_date > row_date) != (direction == "newer"):
                 continue
             if direction == "newer" and not _CHANGE.search(other.text):
                 continue

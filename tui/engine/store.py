@@ -9,6 +9,7 @@ the entry it edits and nothing else (other lines keep their encoding, CRLF, BOM,
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -378,7 +379,7 @@ class MemoryStore:
             done: list[MemoryEntry] = []
             self.edit_file(
                 rel_path,
-                lambda text, chosen=chosen, done=done: _retire_in_text(text, chosen, state, done),
+                functools.partial(_retire_in_text, chosen=chosen, state=state, done=done),
             )
             retired.extend(done)
         return retired

@@ -80,8 +80,7 @@ def _parse_query(query: str) -> tuple[tuple[str, ...], ...]:
             parts = tuple(_PART.findall(word))
             if parts:
                 terms.append(parts)
-    seen: set[tuple[str, ...]] = set()
-    unique = [t for t in terms if not (t in seen or seen.add(t))]
+    unique = list(dict.fromkeys(terms))
     content = [
         t
         for t in unique

@@ -361,7 +361,7 @@ New entries appear as flushes write them.
             markdown = shown_text(message.text, VIEW_MAX_LINES)
         else:
             title.update(
-                Text(format_source(log.path, entry.start_line, entry.end_line), style="bold")
+                Text(format_source(message.path, entry.start_line, entry.end_line), style="bold")
             )
             markdown = shown_text(section_text(message.text, entry), VIEW_MAX_LINES)
         if markdown != view.source:  # a reload of an unchanged log re-renders nothing

@@ -13,12 +13,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from tui.app.messages import MemoryChanged, while_attached
+from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel
 from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
-from tui.engine.engine import MemoryEngine
+from tui.engine.engine import EDITOR, MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
-from tui.engine.index import SyncReport
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryFileState
 from tui.engine.workspace import MEMORY_FILE, PathRefusedError
@@ -85,8 +84,9 @@ class MemoryTextArea(TextArea):
 class MemoryEditor(EnginePanel):
     """Edits MEMORY.md in a TextArea.
 
-    - ``ctrl+s`` saves through ``engine.replace_memory`` (atomic, refused if the file changed
-      since it was read, re-indexed), then posts :class:`~tui.app.messages.MemoryChanged`.
+    - ``ctrl+s`` saves through the store (atomic, refused if the file changed since it was
+      read), then re-indexes it through the engine, which publishes the change (origin
+      ``editor``) to every panel.
     - :meth:`file_changed_on_disk` (the watcher, a flush, a tool call) re-reads the file: a clean
       buffer follows it; a dirty one asks the user (:class:`MemoryConflictScreen`). A refused save
       asks the same question.
@@ -108,7 +108,6 @@ class MemoryEditor(EnginePanel):
 
         saved_text: str
         new_hash: str | None
-        report: SyncReport | None = None
         conflict: MemoryFileState | None = None
 
     @dataclass
@@ -249,16 +248,15 @@ entry's confidence and history.
             self.app.call_from_thread(self._save_refused, _one_line(exc))
             return
         try:
-            report = self.engine.sync_paths([MEMORY_FILE])
+            self.engine.sync_changed([MEMORY_FILE], origin=EDITOR)
         except Exception as exc:  # saved; the index follows at the next sync
-            report = None
             self.app.call_from_thread(
                 self.notify,
                 f"MEMORY.md saved, but the index was not updated: {_one_line(exc)}",
                 title="memory",
                 severity="warning",
             )
-        self.post_message(self.SaveFinished(text, new_hash, report))
+        self.post_message(self.SaveFinished(text, new_hash))
 
     # -- results --
 
@@ -298,7 +296,6 @@ entry's confidence and history.
         assert message.new_hash is not None
         self.base = MemoryFileState(message.saved_text, message.new_hash)
         self._set_status("saved")
-        self.post_message(MemoryChanged([MEMORY_FILE], "editor", message.report))
         self._report_saved(True)
 
     def _save_refused(self, reason: str) -> None:

@@ -12,7 +12,6 @@ from textual.message import Message
 from textual.signal import Signal
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
-from textual.widgets._tabbed_content import ContentTabs
 
 from tui.app.messages import MemoryChanged
 from tui.app.panels.base import EnginePanel
@@ -21,7 +20,8 @@ from tui.app.panels.injection_panel import InjectionPanel
 from tui.app.panels.memory_editor import MemoryEditor
 from tui.app.panels.search_panel import SearchPanel
 from tui.app.panels.stats_panel import StatsPanel
-from tui.engine.engine import MemoryEngine
+from tui.app.textual_compat import ContentTabs
+from tui.engine.engine import MemoryChange, MemoryEngine
 from tui.engine.index import SyncReport
 
 #: Tab pane ids, in display order, with their titles.
@@ -60,11 +60,14 @@ def describe_sync(report: SyncReport | None) -> str:
 class MemoryPanels(Widget):
     """The five memory panels in a TabbedContent, refreshed together when memory changes.
 
-    Every change of memory arrives as one :class:`~tui.app.messages.MemoryChanged` (bubbling up
-    from the editor, or handed over by the main screen: tool calls, flushes, the watcher) and
-    ends in :meth:`index_changed`, which publishes :attr:`index_signal` (paths); each panel is
+    Every change of memory arrives as one :class:`~tui.app.messages.MemoryChanged`: this widget
+    subscribes to the engine's change stream and posts one for each change it publishes (the
+    editor's saves, tool calls, flushes, consolidations, outside edits the watcher found); a
+    failed watcher sync is posted here too. It ends in
+    :meth:`index_changed`, which publishes :attr:`index_signal` (paths); each panel is
     subscribed and refreshes itself through its own worker, and the screen may subscribe more
-    widgets (the header's chunk count).
+    widgets (the header's chunk count). Index events that change no file (a reindex, the model
+    loaded) call :meth:`index_changed` directly.
     """
 
     @dataclass
@@ -145,6 +148,14 @@ tab in this session.
     def on_mount(self) -> None:
         for panel in self.query(EnginePanel):
             self.index_signal.subscribe(panel, panel.index_changed)
+        self._stop_changes = self.engine.on_change(self._engine_changed)
+
+    def on_unmount(self) -> None:
+        self._stop_changes()
+
+    def _engine_changed(self, change: MemoryChange) -> None:
+        """The engine's change stream (called on the writing thread): one message each."""
+        self.post_message(MemoryChanged.of(change))
 
     # -- the panels --
 

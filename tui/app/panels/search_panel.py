@@ -239,7 +239,7 @@ How the score is computed:
     ) -> None:
         super().__init__(engine, now=now, name=name, id=id, classes=classes)
         # F1 shows the formula of the options this engine searches with.
-        self.HELP = type(self).HELP.replace("{formula}", score_formula(engine.search_options))
+        self.help_text = self.HELP.replace("{formula}", score_formula(engine.search_options))
         self.response: SearchResponse | None = None
         self._generation = 0
         self._debounce: Timer | None = None

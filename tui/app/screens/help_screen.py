@@ -22,10 +22,11 @@ terminal, the day changes, or quit. **ctrl+p** lists every command.
 
 
 def widget_help(widget: Widget | None) -> str:
-    """The ``HELP`` of the widget or its nearest ancestor that has one."""
+    """The ``HELP`` of the widget or its nearest ancestor that has one (its ``help_text`` if it
+    words its help for itself)."""
     node: DOMNode | None = widget
     while node is not None:
-        text = getattr(node, "HELP", None)
+        text = getattr(node, "help_text", None) or getattr(node, "HELP", None)
         if isinstance(text, str) and text.strip():
             return text
         node = node.parent

@@ -36,7 +36,6 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from tui.app.messages import MemoryChanged
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
 from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
@@ -403,9 +402,10 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
         engine.triggers.follow_active_session(lambda: self.active_session)
-        self._remove_listener = engine.triggers.add_listener(
-            lambda event: self.post_message(self.TriggerNotice(event))
-        )
+        def on_trigger(event: TriggerListenerEvent) -> None:
+            self.post_message(self.TriggerNotice(event))
+
+        self._remove_listener = engine.triggers.add_listener(on_trigger)
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
         self._announce_recovery_copies()
@@ -438,7 +438,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             from tui.app.workspace_watcher import WorkspaceWatcher
 
             self.watcher = WorkspaceWatcher(
-                self.engine.memory, self.post_message, progress=self._progress()
+                self.engine.memory, self.memory_panels.post_message, progress=self._progress()
             )
             self._watch_workspace()
         self._run_triggers()
@@ -572,7 +572,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         panels.log_event(f"index {message.reason}: {describe_sync(message.report)}")
         if message.reason == "reindex":
             self.notify(f"reindexed: {describe_sync(message.report)}", title="index")
-        self.post_message(MemoryChanged([]))
+        panels.index_changed([])
 
     @on(IndexStatsRead)
     def _index_stats(self, message: IndexStatsRead) -> None:
@@ -590,11 +590,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
                 severity="warning",
             )
 
-    @on(MemoryChanged)
-    def _memory_changed(self, message: MemoryChanged) -> None:
-        """Changes seen outside the panels (tool calls, flushes, the watcher, this screen)."""
-        self.memory_panels.memory_changed(message)
-
     # -- triggers and flushes --
 
     @on(TriggerNotice)
@@ -610,9 +605,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.header.flushing = max(0, self.header.flushing - 1)
         outcome = event.outcome
         panels.record_flush(event.trigger, describe_outcome(outcome))
-        if outcome.status == "flushed":
-            changed = [p for p in (outcome.daily_log, "MEMORY.md" if outcome.facts else None) if p]
-            self.post_message(MemoryChanged(changed))
+        if outcome.status == "flushed":  # the engine published what it wrote
             self.session_list.reload()
             self.notify(describe_outcome(outcome), title=f"memory ({event.trigger})")
         elif outcome.status in ("skipped", "failed"):
@@ -1005,7 +998,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.memory_panels.set_model_state(state)
         self.memory_panels.log_event(note)
         self.notify(note, title="config")
-        self.post_message(MemoryChanged([]))
+        self.memory_panels.index_changed([])
 
     def action_consolidate(self) -> None:
         """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""
@@ -1065,7 +1058,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             )
         elif message.what == "accepted":
             panels.log_event(f"consolidation accepted: {message.detail}")
-            self.post_message(MemoryChanged(["MEMORY.md"]))
             self.notify(f"MEMORY.md updated: {message.detail}", title="consolidate")
         elif message.what == "rejected":
             panels.log_event("consolidation rejected")

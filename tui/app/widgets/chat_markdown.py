@@ -13,10 +13,15 @@ from textual.geometry import Size
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
-# Textual's list blocks are not exported; its public block mapping names them.
-BulletList = Markdown.BLOCKS["bullet_list_open"]
-OrderedList = Markdown.BLOCKS["ordered_list_open"]
-LIST_ITEMS = (Markdown.BLOCKS["list_item_ordered_open"], Markdown.BLOCKS["list_item_unordered_open"])
+from tui.app.textual_compat import (
+    LIST_ITEMS,
+    MarkdownBulletList,
+    MarkdownOrderedList,
+    block_kind,
+    child_blocks,
+    copy_block_context,
+    list_bullet,
+)
 
 
 class GrowingList(MarkdownBlock):
@@ -31,19 +36,19 @@ class GrowingList(MarkdownBlock):
 
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         rows = list(self.query_children(Horizontal))
-        items = [item for item in block._blocks if isinstance(item, LIST_ITEMS)]
+        items = [item for item in child_blocks(block) if isinstance(item, LIST_ITEMS)]
         if (
             type(block) is not type(self)
             or not rows
             or len(items) < len(rows)
             or (
-                isinstance(block, OrderedList)
+                isinstance(block, MarkdownOrderedList)
                 and number_width(block, len(items)) != number_width(block, len(rows))
             )
         ):
             await super()._update_from_block(block)
             return
-        self._copy_context(block)
+        copy_block_context(self, block)
         new_rows = list(block.compose())[len(rows) - 1 :]
         with self.app.batch_update():
             await rows[-1].remove()
@@ -52,17 +57,17 @@ class GrowingList(MarkdownBlock):
 
 def number_width(block: MarkdownBlock, count: int) -> int:
     """How wide the numbers of an ordered list of ``count`` items starting like ``block`` are."""
-    first = block._blocks[0]
-    start = int(first.bullet) if str(getattr(first, "bullet", "")).isdigit() else 1
+    bullet = list_bullet(child_blocks(block)[0])
+    start = int(bullet) if bullet.isdigit() else 1
     return len(str(start + count - 1))
 
 
 # Textual's own list class comes first: Textual inherits DEFAULT_CSS along first bases only.
-class GrowingBulletList(BulletList, GrowingList):
+class GrowingBulletList(MarkdownBulletList, GrowingList):
     """A bullet list streamed item by item (see :class:`GrowingList`)."""
 
 
-class GrowingOrderedList(OrderedList, GrowingList):
+class GrowingOrderedList(MarkdownOrderedList, GrowingList):
     """An ordered list streamed item by item (see :class:`GrowingList`)."""
 
 
@@ -112,9 +117,9 @@ class ChatMarkdown(Markdown):
             if token.level == 0 and token.nesting >= 0 and token.map is not None
         ]
         shown = [
-            (block._token.type, tuple(block.source_range))
+            (block_kind(block), tuple(block.source_range))
             for block in self.children
-            if isinstance(block, MarkdownBlock) and block._token is not None
+            if isinstance(block, MarkdownBlock) and block_kind(block) is not None
         ]
         return shown == wanted
 

@@ -132,7 +132,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         self._meta_text = meta
         self._stream: MarkdownStream | None = None
         self._segment: ChatMarkdown | None = None
-        self._closing: ChatMarkdown | None = None  # the segment being rendered once more
+        self._rendering_again: ChatMarkdown | None = None  # the segment being rendered once more
         self._leaving: set[Widget] = set()  # parts being swapped out
         self._segment_text = ""
         self._pending = ""
@@ -157,7 +157,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
 
     def finished_part(self, part: Widget) -> bool:
         """True if ``part`` is a child no longer written to (not the open text segment)."""
-        return part.parent is self and part not in (self._segment, self._closing)
+        return part.parent is self and part not in (self._segment, self._rendering_again)
 
     def text_parts(self) -> list[Markdown | FoldedText]:
         """The text segments in order, folded ones included (not those being swapped out)."""
@@ -257,14 +257,14 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         stream, segment = self._stream, self._segment
         self._stream = None
         self._segment = None
-        self._closing = segment
+        self._rendering_again = segment
         try:
             if stream is not None:
                 await stream.stop()
             if segment is not None and not segment.shows(self._segment_text):
                 await segment.update(self._segment_text)
         finally:
-            self._closing = None
+            self._rendering_again = None
 
     async def add_tool_call(
         self,

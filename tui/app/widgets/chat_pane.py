@@ -16,9 +16,8 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Markdown, Static
 
-from tui.app.messages import MemoryChanged
 from tui.app.widgets.chat_input import ChatInput
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
@@ -282,7 +281,7 @@ memory tools (shown inline; **Enter** on one expands it).
         in_use = self._parts_in_use()
         settled: dict[Widget, Size] = {}
         swaps: list[tuple[ChatMessage, Widget, Widget]] = []
-        to_fold: list[tuple[int, ChatMessage, Widget]] = []
+        to_fold: list[tuple[int, ChatMessage, Markdown]] = []
         for message in self.messages:
             for part in message.text_parts():
                 region = part.region
@@ -292,7 +291,11 @@ memory tools (shown inline; **Enter** on one expands it).
                     near = region.bottom > near_above and region.y < near_below
                     if part in in_use or (part.stale and near):
                         swaps.append((message, part, part.unfold()))
-                elif message.finished_part(part) and part not in in_use:
+                elif (
+                    isinstance(part, Markdown)
+                    and message.finished_part(part)
+                    and part not in in_use
+                ):
                     # a part is pictured once its size held since the last look: a part
                     # just finished may not be laid out again yet
                     size, settled[part] = self._settled.get(part), part.outer_size
@@ -460,10 +463,6 @@ memory tools (shown inline; **Enter** on one expands it).
                     )
                 elif isinstance(event, ToolCallFinished):
                     assistant.finish_tool_call(event.call_id, event.result, event.ok)
-                    if event.changed_paths:
-                        self.post_message(
-                            MemoryChanged(list(event.changed_paths), f"assistant: {event.name}")
-                        )
                 elif isinstance(event, Usage):
                     usage["prompt"] += event.prompt_tokens
                     usage["completion"] += event.completion_tokens

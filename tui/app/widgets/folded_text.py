@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from textual import events
-from textual._compositor import Compositor  # no public API draws a widget's subtree to lines
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Markdown
 
+from tui.app.textual_compat import picture_of
 from tui.app.widgets.chat_markdown import ChatMarkdown
-
-
-def picture_of(widget: Widget) -> list[Strip]:
-    """The lines ``widget`` and its children draw at its current size, as the screen would."""
-    compositor = Compositor()
-    compositor.reflow(widget, widget.outer_size)
-    return compositor.render_strips()
 
 
 class FoldedText(Widget):

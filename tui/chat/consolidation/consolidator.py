@@ -27,7 +27,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ...engine.engine import MemoryEngine
+from ...engine.engine import CONSOLIDATION, MemoryEngine
 from ...engine.fileio import ConcurrentEditError, encode_exact, read_markdown, sha256_bytes
 from ...engine.metadata import split_meta
 from ...engine.store import parse_entries
@@ -359,12 +359,13 @@ class Consolidator:
             sources=list(proposal.sources),
             model=proposal.model,
         )
-        self.memory.sync_paths([MEMORY_FILE])
+        self.memory.sync_changed([MEMORY_FILE], origin=CONSOLIDATION)
         now = self.clock()
 
         def remember(data: dict[str, Any]) -> None:
+            state = data.get(STATE_KEY)
             data[STATE_KEY] = {
-                **(data.get(STATE_KEY) if isinstance(data.get(STATE_KEY), dict) else {}),
+                **(state if isinstance(state, dict) else {}),
                 "last_date": now.date().isoformat(),
                 "last_at": now.isoformat(timespec="seconds"),
                 "read_at": proposal.created_at,

@@ -1,0 +1,83 @@
+"""Each private Textual API memdeck uses still exists and does what memdeck relies on.
+
+When one of these fails after a Textual upgrade, its name says which internal moved; the fix
+belongs in ``tui/app/textual_compat.py`` (or the override named here).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from markdown_it import MarkdownIt
+from textual.app import App, ComposeResult
+from textual.command import CommandPalette
+from textual.widgets import Markdown, TabbedContent, TabPane, TextArea
+from textual.widgets.markdown import MarkdownBlock
+
+from tui.app import textual_compat as compat
+from tui.app.widgets.chat_input import ChatInput
+from tui.app.widgets.chat_markdown import GrowingList
+
+
+def test_markdown_list_block_classes_are_the_ones_markdown_builds() -> None:
+    assert Markdown.BLOCKS["bullet_list_open"] is compat.MarkdownBulletList
+    assert Markdown.BLOCKS["ordered_list_open"] is compat.MarkdownOrderedList
+    assert set(compat.LIST_ITEMS) == {
+        Markdown.BLOCKS["list_item_ordered_open"],
+        Markdown.BLOCKS["list_item_unordered_open"],
+    }
+
+
+@pytest.mark.parametrize("name", ["_update_from_block", "_copy_context"])
+def test_markdown_block_private_method(name: str) -> None:
+    assert callable(getattr(MarkdownBlock, name, None)), f"MarkdownBlock.{name} moved"
+
+
+def test_growing_list_overrides_a_method_textual_still_calls() -> None:
+    source = inspect.getsource(Markdown)
+    assert "_update_from_block" in source, "Markdown no longer updates blocks in place"
+    assert GrowingList._update_from_block is not MarkdownBlock._update_from_block
+
+
+def test_text_area_key_handler_that_chat_input_overrides() -> None:
+    assert inspect.iscoroutinefunction(TextArea._on_key), "TextArea._on_key moved"
+    assert ChatInput._on_key is not TextArea._on_key
+
+
+def test_command_palette_internals() -> None:
+    assert isinstance(compat.palette_search_group(), str)
+    assert callable(getattr(CommandPalette, "_select_or_command", None)), (
+        "CommandPalette._select_or_command moved"
+    )
+
+
+class _Blocks(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Markdown("- one\n- two\n\n7. seven\n8. eight\n\nA paragraph.\n")
+        with TabbedContent():
+            yield TabPane("A", id="a")
+
+
+async def test_markdown_block_internals_and_tabs_and_pictures() -> None:
+    app = _Blocks()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        markdown = app.query_one(Markdown)
+        blocks = [b for b in markdown.children if isinstance(b, MarkdownBlock)]
+        kinds = [compat.block_kind(b) for b in blocks]
+        assert kinds == ["bullet_list_open", "ordered_list_open", "paragraph_open"]
+        # a list block holds its item blocks: what GrowingList reads while streaming
+        # (a parsed one, before mounting; mounted, they are its children)
+        token = MarkdownIt("gfm-like").parse("7. seven\n")[0]
+        ordered = compat.MarkdownOrderedList(markdown, token)
+        item = Markdown.BLOCKS["list_item_ordered_open"](markdown, token, "7")
+        compat.child_blocks(ordered).append(item)
+        assert compat.list_bullet(item) == "7" and compat.list_bullet(ordered) == ""
+        assert len(list(ordered.compose())) == 1  # one row per item block it holds
+        target = compat.MarkdownOrderedList(markdown, token)
+        compat.copy_block_context(target, blocks[0])
+        assert compat.block_kind(target) == "bullet_list_open"
+        assert app.query_one(TabbedContent).query(compat.ContentTabs)
+        lines = compat.picture_of(markdown)
+        assert any("seven" in line.text for line in lines)

@@ -1,0 +1,79 @@
+"""Every use of Textual's private API, in one place.
+
+Textual moves its internals in minor releases. Each name here is checked by
+``tests/app/test_textual_compat.py``, whose failure names the internal that moved, instead of
+streaming, folding or a key quietly breaking. Two private methods are overridden where they
+belong, and checked there too: ``MarkdownBlock._update_from_block`` (``GrowingList`` in
+``widgets/chat_markdown.py``) and ``TextArea._on_key`` (``widgets/chat_input.py``).
+"""
+
+from __future__ import annotations
+
+from textual._compositor import Compositor
+from textual.command import CommandPalette
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets._markdown import (
+    MarkdownBulletList,
+    MarkdownOrderedList,
+    MarkdownOrderedListItem,
+    MarkdownUnorderedListItem,
+)
+from textual.widgets._tabbed_content import ContentTabs
+from textual.widgets.markdown import MarkdownBlock
+
+__all__ = [
+    "LIST_ITEMS",
+    "ContentTabs",
+    "MarkdownBulletList",
+    "MarkdownOrderedList",
+    "block_kind",
+    "child_blocks",
+    "copy_block_context",
+    "list_bullet",
+    "palette_search_group",
+    "palette_select",
+    "picture_of",
+]
+
+#: The item blocks of Textual's Markdown lists.
+LIST_ITEMS = (MarkdownOrderedListItem, MarkdownUnorderedListItem)
+
+
+def picture_of(widget: Widget) -> list[Strip]:
+    """The lines ``widget`` and its children draw at its current size, as the screen would
+    (no public API draws a widget's subtree to lines)."""
+    compositor = Compositor()
+    compositor.reflow(widget, widget.outer_size)
+    return compositor.render_strips()
+
+
+def child_blocks(block: MarkdownBlock) -> list[MarkdownBlock]:
+    """The blocks a parsed (not yet mounted) Markdown block holds, e.g. a list's items."""
+    return block._blocks
+
+
+def copy_block_context(target: MarkdownBlock, source: MarkdownBlock) -> None:
+    """Give ``target`` the parse context (token, source lines…) of ``source``."""
+    target._copy_context(source)
+
+
+def block_kind(block: MarkdownBlock) -> str | None:
+    """The markdown-it token type a block was made from (``paragraph_open``…), if known."""
+    token = block._token
+    return None if token is None else token.type
+
+
+def list_bullet(item: MarkdownBlock) -> str:
+    """An ordered list item's number as written (``"7"``), or ``""`` for other blocks."""
+    return str(getattr(item, "bullet", ""))
+
+
+def palette_search_group() -> str:
+    """The worker group in which the command palette searches for the typed text."""
+    return CommandPalette._GATHER_COMMANDS_GROUP
+
+
+def palette_select(palette: CommandPalette) -> None:
+    """Act on the palette's highlighted hit as its Enter would (run it or fill it in)."""
+    palette._select_or_command()
