@@ -1,4 +1,7 @@
-"""Search benchmark: hybrid latency, KNN recall and speed, and the naive RFC-013 design, in one run.
+"""Search benchmark: hybrid latency, KNN recall and speed, and the naive seed design, in one run.
+
+The naive design is the search of ``../shared/seeds/rfc-013-agent-memory-system.txt`` (RFC-013
+below): every row read from SQLite, BM25 in Python, cosine per row.
 
     .venv/bin/python tests/bench/search.py [--sizes 10000,100000] [--queries 200]
         [--blas-threads N] [--keep]          (--help lists the rest)

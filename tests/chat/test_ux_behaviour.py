@@ -127,3 +127,11 @@ def test_every_environment_variable_the_code_reads_is_in_the_readme() -> None:
     settings = {f"MEMDECK_{name.upper()}" for name in _FILE_FIELDS}
     assert [name for name in missing if name not in settings] == []
     assert "`MEMDECK_<SETTING>`" in table
+
+
+def test_the_readme_stays_short_and_its_links_resolve() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    links = re.findall(r"\]\(((?:docs|tests|tui)/[^)#]+)\)", readme)
+    assert "docs/retrieval.md" in links and "docs/performance.md" in links
+    assert [link for link in links if not (ROOT / link).exists()] == []

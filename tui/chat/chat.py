@@ -1,13 +1,13 @@
 """ChatEngine: the one object a UI talks to for chat.
 
 A turn (:meth:`ChatEngine.run_turn`) appends the user's message to the session transcript,
-builds the memory injection for it (DESIGN §6) into the system prompt, compacts the session
+builds the memory injection for it (the user's notes, as data) into the system prompt, compacts the session
 first if it nears the context window, streams the answer, runs the memory tools the model
 calls and feeds their results back until it answers. Everything arrives as
 :mod:`tui.chat.events`; a failure is a :class:`~tui.chat.events.TurnError` event, never an
 exception, and the transcript keeps the user's message and whatever came before the error.
 
-Compaction (clawhive §5): a silent memory-flush turn (the model is told the context is about
+Compaction: a silent memory-flush turn (the model is told the context is about
 to be compacted and may call ``save_memory`` / ``append_daily_log``), the pre-compaction
 daily-log flush, then the older turns are summarised into a ``compaction`` line. Later
 requests carry that summary and the recent turns; the JSONL keeps everything.

@@ -1,4 +1,4 @@
-"""Daily-log flush (RFC-013 DailyLogWriter, DESIGN §7): new messages of a session, summarised
+"""Daily-log flush: new messages of a session, summarised
 into ``## Daily Summary`` and ``## Long-term Facts``, logged exactly once.
 
 How exactly-once holds (a journal in the session's own append-only JSONL):

@@ -1,6 +1,6 @@
 """Session transcripts: ``sessions/<id>.jsonl``, append-only, one JSON object per line.
 
-Line types (DESIGN §2, clawhive §6.2)::
+Line types::
 
     {"type": "session", "version": 1, "id": ..., "timestamp": ..., "title": ...}
     {"type": "message", "id": ..., "timestamp": ..., "role": "user"|"assistant", "content": ...}

@@ -6,7 +6,7 @@ Invalid input never raises: every argument of every tool is checked against its 
 unknown parameters; a bool is not an integer, NaN and infinities are refused) and a bad one
 comes back as ``ok=False`` with ``error: validation_error`` and one line naming the parameter.
 
-Contradictions (DESIGN §7, issue 8): ``save_memory`` retires an older MEMORY.md entry only when
+Contradictions: ``save_memory`` retires an older MEMORY.md entry only when
 
 1. the model names it in ``supersedes``, by its id (``memory_search`` and ``save_memory``
    results carry ids) or by its exact text; words that merely match are not enough (the

@@ -1,4 +1,4 @@
-"""TriggerManager (RFC-013 MemoryTriggerManager, RFC-023): every daily-log flush trigger.
+"""TriggerManager: every daily-log flush trigger.
 
 Triggers: session switch (flushes the previous session), session end, session delete, app
 quit, background (terminal focus lost, debounced), day change (a timer while running, and at

@@ -1,4 +1,4 @@
-"""Consolidation, the "hippocampus" (DESIGN §7, clawhive §4): recent daily logs and MEMORY.md
+"""Consolidation, the "hippocampus": recent daily logs and MEMORY.md
 go to the summary model, which proposes an updated MEMORY.md; the user sees the diff and
 accepts or rejects it.
 
