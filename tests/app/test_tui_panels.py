@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 from rich.text import Text
-from support.pilot import WAIT_S, wait_until
+from support.pilot import WAIT_S, fixed_clock, wait_until
+from support.workspaces import write_workspace
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.geometry import Region
@@ -72,22 +73,10 @@ DAILY = {
 }
 
 
-def fixed_clock() -> datetime:
-    return datetime(2026, 11, 22, 9, 30)
-
-
-def write_workspace(root: Path) -> Path:
-    (root / "memory").mkdir(parents=True, exist_ok=True)
-    (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
-    for rel, text in DAILY.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    return root
-
-
 @pytest.fixture
 def engine(tmp_path: Path, embedder: Embedder) -> Iterator[MemoryEngine]:
     """Hybrid search: the real model, everything embedded."""
-    eng = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=embedder)
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=embedder)
     eng.sync()
     yield eng
     eng.close()
@@ -96,7 +85,7 @@ def engine(tmp_path: Path, embedder: Embedder) -> Iterator[MemoryEngine]:
 @pytest.fixture
 def bm25_engine(tmp_path: Path) -> Iterator[MemoryEngine]:
     """The model not loaded yet: BM25-only search, as right after start-up."""
-    eng = MemoryEngine(write_workspace(tmp_path / "ws"))
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY))
     eng.sync()
     yield eng
     eng.close()
@@ -335,7 +324,7 @@ class FailingSearchEngine(MemoryEngine):
 
 
 async def test_a_failing_engine_call_is_shown_not_raised(tmp_path: Path) -> None:
-    broken = FailingSearchEngine(write_workspace(tmp_path / "ws"))
+    broken = FailingSearchEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY))
     app = PanelHost(lambda: SearchPanel(broken, now=NOW))
     async with app.run_test(size=SIZE) as pilot:
         panel = app.query_one(SearchPanel)
@@ -660,7 +649,7 @@ async def test_stats_show_the_index_flushes_and_events(engine: MemoryEngine) -> 
 
 
 def test_watcher_filters_temp_files_and_plans_rescans(tmp_path: Path) -> None:
-    workspace = Workspace.open(write_workspace(tmp_path / "ws"))
+    workspace = Workspace.open(write_workspace(tmp_path / "ws", MEMORY, DAILY))
     for rel in ("MEMORY.md", "memory/2026-11-20.md", "memory/notes/trip.md", "memory"):
         assert is_watched(rel), rel
     for rel in (
@@ -845,7 +834,7 @@ async def test_after_the_helper_s_idle_exit_the_preview_comes_at_once_then_hybri
     from tui.engine.engine import MODEL_STARTING
 
     helper = HelperEmbedder(idle_exit=0.5)
-    engine = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=helper)
+    engine = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=helper)
     try:
         engine.load_model()
         engine.sync()

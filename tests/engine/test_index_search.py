@@ -6,9 +6,9 @@ import hashlib
 import os
 import threading
 from datetime import date
-from pathlib import Path
 
 import pytest
+from support.workspaces import write_workspace
 
 from tui.engine.chunker import ChunkParams
 from tui.engine.embeddings import Embedder
@@ -33,17 +33,9 @@ DAILY = {
 }
 
 
-def write_workspace(root: Path) -> Path:
-    (root / "memory" / "2025").mkdir(parents=True, exist_ok=True)
-    (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
-    for rel, text in DAILY.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    return root
-
-
 @pytest.fixture
 def engine(tmp_path, embedder: Embedder):
-    eng = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=embedder)
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=embedder)
     eng.load_model()
     eng.sync()
     yield eng
@@ -62,9 +54,7 @@ def test_semantic_query_finds_the_trip_with_a_consistent_breakdown(engine):
     assert response.intent.window is None and not response.intent.current
     assert b.recency == 1.0 and b.time_window == 1.0  # no time in the question: age is shown only
     assert b.relevance == max(b.hybrid, b.neighbour)
-    assert top.score == pytest.approx(
-        b.relevance * b.recency * b.time_window * b.confidence_weight
-    )
+    assert top.score == pytest.approx(b.relevance * b.recency * b.time_window * b.confidence_weight)
     assert top.location == f"memory/2026-11-20.md#L{top.start_line}-{top.end_line}"
 
 
@@ -104,7 +94,7 @@ def test_code_tokens_and_cjk(engine):
 
 
 def test_bm25_only_until_the_model_is_loaded(tmp_path):
-    eng = MemoryEngine(write_workspace(tmp_path / "ws"), embedder=Embedder())
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=Embedder())
     try:
         eng.sync()
         assert not eng.model_loaded
@@ -199,7 +189,7 @@ def test_forgotten_entries_never_surface_even_after_a_rebuild(engine):
 
 
 def test_corrupt_index_is_rebuilt_with_a_notice(tmp_path, embedder):
-    root = write_workspace(tmp_path / "ws")
+    root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     (root / ".memdeck").mkdir()
     (root / ".memdeck/index.db").write_bytes(b"this is not a database" * 100)
     eng = MemoryEngine(root, embedder=embedder)
@@ -228,7 +218,7 @@ class ExplodingEmbedder(Embedder):
 
 
 def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, embedder):
-    root = write_workspace(tmp_path / "ws")
+    root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     eng = MemoryEngine(root, embedder=embedder)
     eng.load_model()
     eng.sync()
@@ -259,7 +249,7 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, 
 
 
 def test_bad_files_are_skipped_with_warnings_and_never_modified(tmp_path, embedder):
-    root = write_workspace(tmp_path / "ws")
+    root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     mem = root / "memory"
     (mem / "empty.md").write_text("")
     (mem / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 100)

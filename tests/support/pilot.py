@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.console import Console
 from support.chat_support import make_config
 from support.fakeopenai import FakeOpenAI
+from support.workspaces import write_workspace
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from tui.app.app import MemdeckApp
 from tui.chat.chat import ChatEngine
+from tui.chat.config import Config
 from tui.chat.sessions import SessionStore
+from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Upper bound for anything the app does in the background (a bound, not a speed test).
 WAIT_S = 60.0
@@ -32,9 +41,16 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> 
         await pilot.pause(0.02)
 
 
+def text_of(widget: Static) -> str:
+    """Plain text of what a Static shows (a Rich renderable or Content)."""
+    console = Console(width=120, record=True, color_system=None, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
 # -- a small app over a fresh workspace (the fault tests) ------------------------------------
 
-PINNED_DAY = date(2026, 11, 22)
+PINNED_DAY = NOW = date(2026, 11, 22)
 #: MEMORY.md of the small workspace of the app-level fault tests.
 APP_MEMORY = "# Long-term Memory\n\n- Likes tea\n- Has a dog called Max\n"
 
@@ -80,3 +96,71 @@ async def app_ready(pilot: Pilot) -> MemdeckApp:
     assert isinstance(app, MemdeckApp)
     await wait_until(pilot, lambda: app.main_screen.header.chunks is not None, "the index")
     return app
+
+
+# -- the whole app over the deck workspace (tests/app) ---------------------------------------
+
+#: Terminal size of the app tests.
+SIZE = (140, 40)
+#: Where the no-LLM explainer says the config file is (fixed, so snapshots are stable).
+SHOWN_CONFIG = "/home/user/.config/memdeck/config.toml"
+
+DECK_MEMORY = """# Long-term Memory
+
+## Preferences
+- Prefers window seats on long train rides
+- Drinks green tea, never coffee
+
+## Family
+- Has a dog called Max who loves the beach
+"""
+
+DECK_DAILY = {
+    "memory/2026-11-20.md": (
+        "# 2026-11-20\n\n## Daily Summary\n"
+        "- Planned a trip to Lisbon in March, looking at hotels in Alfama.\n"
+    ),
+    "memory/2026-11-21.md": (
+        "# 2026-11-21\n\n## Daily Summary\n- Repaired the bike's back brake before the ride.\n"
+    ),
+}
+
+
+def build_engine(
+    tmp_path: Path, config: Config, embedder: Embedder | None, *, clock: Callable = fixed_clock
+) -> ChatEngine:
+    """A ChatEngine over the deck workspace (hybrid when ``embedder`` is the loaded model)."""
+    workspace = Workspace.open(write_workspace(tmp_path / "ws", DECK_MEMORY, DECK_DAILY))
+    memory = MemoryEngine(
+        workspace,
+        embedder=embedder,
+        search_options=config.search_options(),
+        injection_options=config.injection_options(),
+    )
+    return ChatEngine(config, memory, sessions=SessionStore(workspace), clock=clock)
+
+
+def build_app(engine: ChatEngine, tmp_path: Path, **kwargs: Any) -> MemdeckApp:
+    """The app over ``engine`` with pinned dates; ``kwargs`` go to :class:`MemdeckApp`."""
+    kwargs.setdefault("config_file", tmp_path / "config.toml")
+    return MemdeckApp(engine, now=NOW, clock=fixed_clock, **kwargs)
+
+
+async def ready(pilot: Pilot) -> MemdeckApp:
+    """Wait for the start-up work: index synced, model state known, first preview shown."""
+    app = await app_ready(pilot)
+    await wait_until(pilot, lambda: app.main_screen.header.model_state != "loading", "the model")
+    panel = app.main_screen.memory_panels.injection_panel
+    await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
+    return app
+
+
+async def send(pilot: Pilot, text: str) -> None:
+    """Type ``text`` into the message box and press Enter; wait for the answer to finish."""
+    app = pilot.app
+    assert isinstance(app, MemdeckApp)
+    pane = app.main_screen.chat_pane
+    finished = pane.turns_finished
+    pane.chat_input.focus()
+    await pilot.press(*text, "enter")
+    await wait_until(pilot, lambda: pane.turns_finished > finished, "the turn to finish")
