@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from support.chat_support import make_config
 from support.fakeopenai import FakeOpenAI
 from support.pilot import (
@@ -300,7 +301,18 @@ async def test_enter_in_the_palette_runs_the_typed_command_once_it_is_found(
         await wait_until(pilot, lambda: ran == ["z"], "the typed command to run")
 
 
-async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(engine: ChatEngine) -> None:
+@pytest.mark.parametrize(
+    "focused",
+    [
+        ("message box", "sessions", "nothing"),
+        ("inject", "search box", "results"),
+        ("daily", "editor", "stats"),
+    ],
+    ids=["chat side", "inject and search", "daily, editor, stats"],
+)
+async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(
+    engine: ChatEngine, focused: tuple[str, ...]
+) -> None:
     app = build_app(engine, engine.memory.workspace.root.parent)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -317,8 +329,8 @@ async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(engine: Chat
             "stats": lambda: panels.show_tab("stats", focus=True),
             "nothing": lambda: app.set_focus(None),
         }
-        for state, give_focus in focus_states.items():
-            give_focus()
+        for state in focused:
+            focus_states[state]()
             await pilot.pause(0.05)
             sessions = len(engine.sessions.ids())
             await pilot.press("ctrl+n", *f"typed after {state}")
