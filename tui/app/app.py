@@ -447,7 +447,7 @@ class MemdeckApp(App[int]):
 
     @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
     def _quit_flush(self) -> None:
-        self.main_screen.run_locked(self.engine.triggers.app_quit)
+        self.main_screen.workbench.quit_flush()
         self.post_message(self.QuitFlushFinished())
 
     @on(QuitFlushFinished)

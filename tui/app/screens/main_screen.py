@@ -1,27 +1,22 @@
-"""MainScreen: sessions | chat | memory panels, and the work behind them.
+"""MainScreen: sessions | chat | memory panels, over the headless workbench.
 
-The screen owns the open session: :attr:`MainScreen.active_session` is the one value; the
-session list and the chat pane are data-bound to it, and the trigger manager reads it
-(``follow_active_session``). Only :meth:`MainScreen.switch_to`, a new session and a deletion
-change it.
-
-Everything blocking runs in a worker of the screen and comes back as one of the small
-dataclass messages nested below. The screen also runs the background: the index sync and the
-embedding model load (thread workers), the workspace watcher and the trigger timer loop (one
-exclusive async worker each). Trigger listener events arrive from the flushing threads as
-:class:`MainScreen.TriggerNotice`. Once the screen is gone (the app quitting) nothing more is
-delivered to it.
+The orchestration (the open session, the lifecycle lock, start-up sync and model load, the
+session and memory actions) is :class:`tui.chat.workbench.Workbench`; the screen composes the
+widgets, awaits the workbench's actions in its async workers and turns their outcomes into UI
+updates. :attr:`MainScreen.active_session` mirrors the workbench's open session for the data
+binding of the session list and the chat pane; only :meth:`MainScreen._open` and a deletion
+change it. The screen also runs the workspace watcher. Trigger listener events arrive from the
+flushing threads as :class:`MainScreen.TriggerNotice`; once the screen is gone (the app
+quitting) nothing more is delivered to it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,8 +48,7 @@ if TYPE_CHECKING:
     from tui.chat.config import Config
     from tui.chat.consolidation import Proposal
     from tui.chat.events import TriggerListenerEvent
-    from tui.chat.sessions import SessionInfo, Transcript, TurnInjection
-    from tui.engine.index import SyncReport
+    from tui.chat.workbench import ConsolidationOutcome, IndexOutcome, Workbench
 
 #: Index progress messages are posted at most this often (seconds).
 PROGRESS_INTERVAL = 0.1
@@ -168,39 +162,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     # -- messages of the screen's own workers --
 
     @dataclass
-    class LastSessionFound(Message):
-        """At start-up: the most recently updated session, to resume."""
-
-        session_id: str
-
-    @dataclass
-    class SessionStarted(Message):
-        """A session was created; ``first_message`` is what the user sent that asked for it."""
-
-        info: SessionInfo
-        first_message: str | None = None
-
-    @dataclass
-    class TranscriptLoaded(Message):
-        """A session's transcript was read from disk, to be shown in the chat."""
-
-        session_id: str
-        transcript: Transcript
-
-    @dataclass
-    class SessionRenamed(Message):
-        """A session got a new title."""
-
-        info: SessionInfo
-
-    @dataclass
-    class SessionDeleted(Message):
-        """A session was flushed and moved to the trash."""
-
-        session_id: str
-        trash_path: Path
-
-    @dataclass
     class TriggerNotice(Message):
         """A trigger fired or its flush finished (posted from the flushing thread)."""
 
@@ -213,54 +174,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         stage: str
         done: int
         total: int
-
-    @dataclass
-    class IndexSynced(Message):
-        """A sync or reindex finished (``error`` set when it failed)."""
-
-        reason: str
-        report: SyncReport | None = None
-        error: str | None = None
-
-    @dataclass
-    class IndexStatsRead(Message):
-        """``memory.stats()`` as read by a worker (chunk count for the header)."""
-
-        stats: dict[str, object] = field(default_factory=dict)
-
-    @dataclass
-    class ConfigReloaded(Message):
-        """config.toml was read again and applied (``report``: the index rebuild of a changed
-        ``[embeddings]``, else None)."""
-
-        config: Config
-        report: SyncReport | None = None
-
-    @dataclass
-    class ModelLoadFinished(Message):
-        """The embedding model finished loading (``error`` set when it failed)."""
-
-        error: str | None = None
-
-    @dataclass
-    class InjectionFound(Message):
-        """The last turn's recorded injection ("why?"); None when it has none."""
-
-        turn: TurnInjection | None
-
-    @dataclass
-    class ConsolidationProposed(Message):
-        """The model proposed an updated MEMORY.md (to review)."""
-
-        proposal: Proposal
-
-    @dataclass
-    class ConsolidationFinished(Message):
-        """A consolidation step ended: ``what`` is ``accepted``, ``rejected``, ``due`` or
-        ``failed``."""
-
-        what: str
-        detail: str = ""
 
     #: The open session: the one value every widget and the triggers follow.
     active_session: reactive[str | None] = reactive(None, init=False)
@@ -289,9 +202,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self.load_model = load_model
         self.watch_files = watch
         self.watcher: WorkspaceWatcher | None = None
-        #: Held while a trigger-manager call fires flushes (the app's quit flush takes it too).
-        self.lifecycle_lock = threading.Lock()
-        self._model_ready = threading.Event()
+        self._workbench: Workbench | None = None
         self._trigger_stop = asyncio.Event()
         self._remove_listener: Callable[[], None] | None = None
         #: Set once the main widgets are mounted over the engine (see :attr:`ready`).
@@ -306,6 +217,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         if self._engine is None:
             raise RuntimeError("the chat engine is still opening")
         return self._engine
+
+    @property
+    def workbench(self) -> Workbench:
+        """What the screen's actions drive (only once the engine is open)."""
+        if self._workbench is None:
+            raise RuntimeError("the chat engine is still opening")
+        return self._workbench
 
     @property
     def ready(self) -> bool:
@@ -396,16 +314,19 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     def _start(self) -> None:
         """The engine and the main widgets are there: wire them up and start the background."""
+        from tui.chat.workbench import Workbench
+
         engine = self.engine
+        self._workbench = workbench = Workbench(engine, config_file=self.config_file)
         self._started = True
         engine.confirm_forget = self._confirm_forget
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
-        engine.triggers.follow_active_session(lambda: self.active_session)
+
         def on_trigger(event: TriggerListenerEvent) -> None:
             self.post_message(self.TriggerNotice(event))
 
-        self._remove_listener = engine.triggers.add_listener(on_trigger)
+        self._remove_listener = workbench.add_trigger_listener(on_trigger)
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
         self._announce_recovery_copies()
@@ -433,7 +354,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
             self.memory_panels.set_model_state("loading")
             self._load_model()
         else:
-            self._model_ready.set()
+            self.workbench.without_model()
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
@@ -469,35 +390,23 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
         return report
 
-    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def _prepare_index(self) -> None:
+    @work(exclusive=True, group="index", exit_on_error=False)
+    async def _prepare_index(self) -> None:
         """Sync the index (BM25 at once), then, once the model is loaded, embed what is new."""
-        memory = self.engine.memory
-        try:
-            report = memory.sync(progress=self._progress())
-        except Exception as exc:
-            self.post_message(self.IndexSynced("start", error=str(exc)))
-            return
-        self.post_message(self.IndexSynced("start", report))
-        self._model_ready.wait()
-        if memory.model_loaded and memory.index.pending_embeddings():
-            try:
-                report = memory.sync(progress=self._progress())
-            except Exception as exc:
-                self.post_message(self.IndexSynced("embedding", error=str(exc)))
-                return
-            self.post_message(self.IndexSynced("embedding", report))
+        async for outcome in self.workbench.prepare_index(self._progress()):
+            self._index_synced(outcome)
 
-    @work(thread=True, exclusive=True, group="model", exit_on_error=False)
-    def _load_model(self) -> None:
-        try:
-            self.engine.memory.load_model()
-        except Exception as exc:
-            self.post_message(self.ModelLoadFinished(f"{type(exc).__name__}: {exc}"))
-        else:
-            self.post_message(self.ModelLoadFinished())
-        finally:
-            self._model_ready.set()
+    @work(exclusive=True, group="model", exit_on_error=False)
+    async def _load_model(self) -> None:
+        error = await self.workbench.load_model()
+        state = "failed" if error else "loaded"
+        self.header.model_state = state
+        self.memory_panels.set_model_state(state)
+        if error:
+            self.notify(
+                f"embedding model failed to load; search stays BM25-only ({error})",
+                severity="warning",
+            )
 
     #: Whether the first keystroke of a draft has started :meth:`_import_llm_sdk`.
     _sdk_import_started = False
@@ -521,25 +430,18 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     @work(exclusive=True, group="triggers", exit_on_error=False)
     async def _run_triggers(self) -> None:
         """Day change at start-up, then the idle / day-change / background timer loop."""
-        triggers = self.engine.triggers
-        await asyncio.to_thread(self.run_locked, triggers.startup)
-        await triggers.run(self._trigger_stop)
+        await self.workbench.run_triggers(self._trigger_stop)
 
-    @work(thread=True, exclusive=True, group="index-stats", exit_on_error=False)
-    def _read_index_stats(self) -> None:
-        self.post_message(self.IndexStatsRead(self.engine.memory.stats()))
+    @work(exclusive=True, group="index-stats", exit_on_error=False)
+    async def _read_index_stats(self) -> None:
+        chunks = (await self.workbench.index_stats()).get("chunks")
+        self.header.chunks = int(chunks) if isinstance(chunks, int | float) else None
 
-    def run_locked(self, call: Callable[[], object]) -> object:
-        """Run a trigger-manager call that fires flushes, one at a time (two switches racing
-        would flush in the wrong order)."""
-        with self.lifecycle_lock:
-            return call()
-
-    @work(thread=True, group="lifecycle", exit_on_error=False)
-    def _fire(self, call: Callable[[], object]) -> None:
-        """A trigger-manager call that may flush (switch, manual); its events reach the
-        listener. Not exclusive: each flush must run to the end."""
-        self.run_locked(call)
+    @work(group="lifecycle", exit_on_error=False)
+    async def _fire(self, call: Callable[[], object]) -> None:
+        """A trigger-manager call that may flush (manual); its events reach the listener. Not
+        exclusive: each flush must run to the end."""
+        await self.workbench.fire(call)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.node is self:
@@ -557,8 +459,8 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self.header.progress = text
         self.memory_panels.stats_panel.set_progress(text)
 
-    @on(IndexSynced)
-    def _index_synced(self, message: IndexSynced) -> None:
+    def _index_synced(self, message: IndexOutcome) -> None:
+        """A sync, reindex or config reload ended: say so, and refresh what shows the index."""
         from tui.app.panels.memory_panels import describe_sync
 
         self.header.progress = ""
@@ -573,22 +475,6 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         if message.reason == "reindex":
             self.notify(f"reindexed: {describe_sync(message.report)}", title="index")
         panels.index_changed([])
-
-    @on(IndexStatsRead)
-    def _index_stats(self, message: IndexStatsRead) -> None:
-        chunks = message.stats.get("chunks")
-        self.header.chunks = int(chunks) if isinstance(chunks, int | float) else None
-
-    @on(ModelLoadFinished)
-    def _model_loaded(self, message: ModelLoadFinished) -> None:
-        state = "failed" if message.error else "loaded"
-        self.header.model_state = state
-        self.memory_panels.set_model_state(state)
-        if message.error:
-            self.notify(
-                f"embedding model failed to load; search stays BM25-only ({message.error})",
-                severity="warning",
-            )
 
     # -- triggers and flushes --
 
@@ -615,18 +501,18 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     # -- sessions --
 
-    @work(thread=True, exclusive=True, group="initial-session", exit_on_error=False)
-    def _open_initial_session(self) -> None:
+    @work(exclusive=True, group="initial-session", exit_on_error=False)
+    async def _open_initial_session(self) -> None:
         """Resume the most recently updated session, if any; say if a consolidation is due."""
-        infos = self.engine.sessions.list()
-        if infos:
-            self.post_message(self.LastSessionFound(infos[0].id))
-        if not self.engine.llm_problem and self.engine.consolidator.is_due():
-            self.post_message(self.ConsolidationFinished("due"))
-
-    @on(LastSessionFound)
-    def _resume(self, message: LastSessionFound) -> None:
-        self.switch_to(message.session_id)
+        last = await self.workbench.last_session()
+        if last is not None:
+            self.switch_to(last)
+        if await self.workbench.consolidation_due():
+            self.notify(
+                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
+                title="consolidation due",
+                timeout=10,
+            )
 
     def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
         self.switch_to(message.session_id)
@@ -648,10 +534,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     def _open(self, session_id: str | None) -> None:
         """Make ``session_id`` the open session and flush the one left (session switch)."""
-        left = self.active_session
+        left = self.workbench.open(session_id)
         self.active_session = session_id
-        switch = self.engine.triggers.switch_session
-        self._fire(partial(switch, session_id, left=left))
+        self._flush_left(session_id, left)
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def _flush_left(self, session_id: str | None, left: str | None) -> None:
+        await self.workbench.flush_left(session_id, left)
 
     def watch_active_session(self, session_id: str | None) -> None:
         """The title follows once the transcript or the session list says it; the Inject tab
@@ -660,16 +549,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         if self.ready:
             self.memory_panels.forget_chosen_tab()
 
-    @work(thread=True, exclusive=True, group="transcript", exit_on_error=False)
-    def _load_transcript(self, session_id: str) -> None:
-        self.post_message(self.TranscriptLoaded(session_id, self.engine.sessions.load(session_id)))
-
-    @on(TranscriptLoaded)
-    async def _transcript_loaded(self, message: TranscriptLoaded) -> None:
-        if message.session_id != self.active_session:
+    @work(exclusive=True, group="transcript", exit_on_error=False)
+    async def _load_transcript(self, session_id: str) -> None:
+        transcript = await self.workbench.transcript(session_id)
+        if session_id != self.active_session:
             return  # the user switched again meanwhile
-        self.header.session_title = message.transcript.display_title
-        await self.chat_pane.show_transcript(message.transcript)
+        self.header.session_title = transcript.display_title
+        await self.chat_pane.show_transcript(transcript)
 
     def _on_session_list_loaded(self, message: SessionList.Loaded) -> None:
         for info in message.sessions:
@@ -691,23 +577,19 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     def _on_chat_pane_session_needed(self, message: ChatPane.SessionNeeded) -> None:
         self._create_session(message.text)
 
-    @work(thread=True, group="sessions", exit_on_error=False)
-    def _create_session(self, first_message: str | None) -> None:
-        self.post_message(self.SessionStarted(self.engine.sessions.create(), first_message))
-
-    @on(SessionStarted)
-    async def _session_started(self, message: SessionStarted) -> None:
-        info = message.info
+    @work(group="sessions", exit_on_error=False)
+    async def _create_session(self, first_message: str | None) -> None:
+        info = await self.workbench.new_session()
         self.session_list.reload()
-        if message.first_message is None:
+        if first_message is None:
             if self.chat_pane.busy:  # an answer started meanwhile: the new session waits
                 self.notify("still answering — Escape stops it, then switch", severity="warning")
                 return
             await self.chat_pane.show_transcript(None)  # a new session is empty
         self._open(info.id)
         self.header.session_title = info.title
-        if message.first_message is not None:
-            self.chat_pane.send(message.first_message)
+        if first_message is not None:
+            self.chat_pane.send(first_message)
 
     def _session_title(self, session_id: str) -> str:
         for info in self.session_list.infos:
@@ -733,14 +615,11 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     def _on_session_list_rename_requested(self, message: SessionList.RenameRequested) -> None:
         self.action_rename_session(message.session_id)
 
-    @work(thread=True, group="sessions", exit_on_error=False)
-    def _rename(self, session_id: str, title: str) -> None:
-        self.post_message(self.SessionRenamed(self.engine.sessions.rename(session_id, title)))
-
-    @on(SessionRenamed)
-    def _renamed(self, message: SessionRenamed) -> None:
-        if message.info.id == self.active_session:
-            self.header.session_title = message.info.title
+    @work(group="sessions", exit_on_error=False)
+    async def _rename(self, session_id: str, title: str) -> None:
+        info = await self.workbench.rename(session_id, title)
+        if info.id == self.active_session:
+            self.header.session_title = info.title
         self.session_list.reload()
 
     def action_delete_session(self, session_id: str | None = None) -> None:
@@ -804,18 +683,13 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
     def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
         self.action_delete_session(message.session_id)
 
-    @work(thread=True, group="lifecycle", exit_on_error=False)
-    def _delete(self, session_id: str) -> None:
-        with self.lifecycle_lock:
-            trash, _event = self.engine.triggers.delete_session(session_id)
-        self.post_message(self.SessionDeleted(session_id, trash))
-
-    @on(SessionDeleted)
-    def _deleted(self, message: SessionDeleted) -> None:
-        self.notify(f"moved to {message.trash_path.name} in sessions/.trash", title="deleted")
-        if message.session_id == self.active_session:
+    @work(group="lifecycle", exit_on_error=False)
+    async def _delete(self, session_id: str) -> None:
+        trash = await self.workbench.delete(session_id)
+        self.notify(f"moved to {trash.name} in sessions/.trash", title="deleted")
+        if session_id == self.active_session:
             self.active_session = None  # its flush already ran: no switch trigger
-            self.call_next(self.chat_pane.show_transcript, None)
+            await self.chat_pane.show_transcript(None)
         self.session_list.reload()
 
     # -- the conversation --
@@ -855,20 +729,16 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self.view = "memory"
         self.memory_panels.explain(text)
 
-    @work(thread=True, exclusive=True, group="why", exit_on_error=False)
-    def _find_last_injection(self, session_id: str) -> None:
-        injections = self.engine.sessions.load(session_id).injections
-        self.post_message(self.InjectionFound(injections[-1] if injections else None))
-
-    @on(InjectionFound)
-    def _injection_found(self, message: InjectionFound) -> None:
-        if message.turn is None:  # a turn from before injections were recorded
+    @work(exclusive=True, group="why", exit_on_error=False)
+    async def _find_last_injection(self, session_id: str) -> None:
+        turn = await self.workbench.last_injection(session_id)
+        if turn is None:  # a turn from before injections were recorded
             self._why_by_search()
             return
         self.view = "memory"
         panels = self.memory_panels
         panels.show_tab("inject", focus=True)
-        panels.injection_panel.show_turn(message.turn)
+        panels.injection_panel.show_turn(turn)
 
     def action_focus_chat(self) -> None:
         """Back to the message box (on a narrow screen, the chat comes back)."""
@@ -942,21 +812,20 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 
     def action_flush(self) -> None:
         """Summarise the open session into today's daily log now (the manual trigger)."""
-        self._fire(partial(self.engine.triggers.manual, self.active_session))
+        self._flush()
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def _flush(self) -> None:
+        await self.workbench.flush()
 
     def action_reindex(self) -> None:
         """Rebuild the index from the Markdown files."""
         self.header.progress = "reindexing…"
         self._reindex()
 
-    @work(thread=True, exclusive=True, group="reindex", exit_on_error=False)
-    def _reindex(self) -> None:
-        try:
-            report = self.engine.memory.reindex(progress=self._progress())
-        except Exception as exc:
-            self.post_message(self.IndexSynced("reindex", error=str(exc)))
-            return
-        self.post_message(self.IndexSynced("reindex", report))
+    @work(exclusive=True, group="reindex", exit_on_error=False)
+    async def _reindex(self) -> None:
+        self._index_synced(await self.workbench.reindex(self._progress()))
 
     def action_reload_config(self) -> None:
         """Re-read config.toml and apply it without a restart; a changed ``[embeddings]``
@@ -967,31 +836,24 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self.header.progress = "reloading config…"
         self._reload_config()
 
-    @work(thread=True, exclusive=True, group="reindex", exit_on_error=False)
-    def _reload_config(self) -> None:
-        from tui.chat.config import load_config
-
-        try:
-            config = load_config(self.config_file)
-            report = self.engine.reconfigure(config)
-        except Exception as exc:
-            self.post_message(self.IndexSynced("config reload", error=str(exc)))
-            return
-        self.post_message(self.ConfigReloaded(config, report))
-
-    @on(ConfigReloaded)
-    def _config_reloaded(self, message: ConfigReloaded) -> None:
+    @work(exclusive=True, group="reindex", exit_on_error=False)
+    async def _reload_config(self) -> None:
         from tui.app.panels.memory_panels import describe_sync
+        from tui.chat.workbench import IndexOutcome
 
-        config = message.config
+        outcome = await self.workbench.reload_config()
+        if isinstance(outcome, IndexOutcome):
+            self._index_synced(outcome)
+            return
+        config = outcome.config
         self.config = config
         self.header.model = config.effective_model or ""
         self.header.progress = ""
         note = "config reloaded (keys and theme apply at the next start)"
-        if message.report is not None:
+        if outcome.report is not None:
             memory = self.engine.memory
-            note += f"; embeddings: {memory.embedder.spec.name}, {describe_sync(message.report)}"
-            for warning in message.report.warnings:
+            note += f"; embeddings: {memory.embedder.spec.name}, {describe_sync(outcome.report)}"
+            for warning in outcome.report.warnings:
                 self.notify(warning, title="embeddings", severity="warning")
             state = "loaded" if memory.model_loaded else "none"
             self.header.model_state = state
@@ -1005,66 +867,39 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         self.notify("asking the model for a consolidated MEMORY.md…", title="consolidate")
         self._propose_consolidation()
 
-    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
-    def _propose_consolidation(self) -> None:
-        from tui.chat.consolidation import ConsolidationError
-
-        try:
-            proposal = self.engine.consolidator.propose()
-        except ConsolidationError as exc:
-            self.post_message(self.ConsolidationFinished("failed", exc.message))
-            return
-        self.post_message(self.ConsolidationProposed(proposal))
-
-    @on(ConsolidationProposed)
-    def _consolidation_proposed(self, message: ConsolidationProposed) -> None:
+    @work(exclusive=True, group="consolidate", exit_on_error=False)
+    async def _propose_consolidation(self) -> None:
         from tui.app.screens.consolidation_screen import ConsolidationScreen
 
-        proposal = message.proposal
-        if proposal.unchanged:
-            self.notify("MEMORY.md is already consolidated: no changes", title="consolidate")
+        outcome = await self.workbench.propose_consolidation()
+        proposal = outcome.proposal
+        if proposal is None:
+            self._consolidation_finished(outcome)
             return
 
         def decided(choice: str | None) -> None:
             if choice is not None:
-                self._decide_consolidation(proposal, choice)
+                self._decide_consolidation(proposal, choice == "accept")
 
         self.app.push_screen(ConsolidationScreen(proposal), decided)
 
-    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
-    def _decide_consolidation(self, proposal: Proposal, choice: str) -> None:
-        from tui.chat.consolidation import ConsolidationError
+    @work(exclusive=True, group="consolidate", exit_on_error=False)
+    async def _decide_consolidation(self, proposal: Proposal, accept: bool) -> None:
+        self._consolidation_finished(await self.workbench.decide_consolidation(proposal, accept))
 
-        consolidator = self.engine.consolidator
-        if choice == "reject":
-            consolidator.reject(proposal, reason="rejected in the app")
-            self.post_message(self.ConsolidationFinished("rejected"))
-            return
-        try:
-            result = consolidator.accept(proposal)
-        except ConsolidationError as exc:
-            self.post_message(self.ConsolidationFinished("failed", exc.message))
-            return
-        self.post_message(self.ConsolidationFinished("accepted", result.stats.summary))
-
-    @on(ConsolidationFinished)
-    def _consolidation_finished(self, message: ConsolidationFinished) -> None:
+    def _consolidation_finished(self, outcome: ConsolidationOutcome) -> None:
         panels = self.memory_panels
-        if message.what == "due":
-            self.notify(
-                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
-                title="consolidation due",
-                timeout=10,
-            )
-        elif message.what == "accepted":
-            panels.log_event(f"consolidation accepted: {message.detail}")
-            self.notify(f"MEMORY.md updated: {message.detail}", title="consolidate")
-        elif message.what == "rejected":
+        if outcome.what == "unchanged":
+            self.notify("MEMORY.md is already consolidated: no changes", title="consolidate")
+        elif outcome.what == "accepted":
+            panels.log_event(f"consolidation accepted: {outcome.detail}")
+            self.notify(f"MEMORY.md updated: {outcome.detail}", title="consolidate")
+        elif outcome.what == "rejected":
             panels.log_event("consolidation rejected")
             self.notify("nothing changed", title="consolidation rejected")
         else:
-            panels.log_event(f"consolidation failed: {message.detail}")
-            self.notify(message.detail, title="consolidation", severity="warning", timeout=10)
+            panels.log_event(f"consolidation failed: {outcome.detail}")
+            self.notify(outcome.detail, title="consolidation", severity="warning", timeout=10)
 
     def action_show_workspace(self) -> None:
         """Show (and copy) the workspace folder."""

@@ -344,8 +344,13 @@ memory tools (shown inline; **Enter** on one expands it).
     async def show_transcript(self, transcript: Transcript | None) -> None:
         """Show a session's transcript (``None``: an empty chat)."""
         log = self.log_view
-        await log.remove_children(".chat-item")
+        # The input's history first: it is there as soon as the messages are.
         users = []
+        if transcript is not None:
+            users = [m.content for m in transcript.messages if m.role == "user" and not m.silent]
+        self.last_user_text = users[-1] if users else None
+        self.chat_input.set_history(users)
+        await log.remove_children(".chat-item")
         if transcript is not None:
             widgets, hidden = transcript_messages(transcript)
             items: list[Widget] = list(widgets)
@@ -354,9 +359,6 @@ memory tools (shown inline; **Enter** on one expands it).
             for item in items:
                 item.add_class("chat-item")
             await log.mount_all(items)
-            users = [m.content for m in transcript.messages if m.role == "user" and not m.silent]
-        self.last_user_text = users[-1] if users else None
-        self.chat_input.set_history(users)
         log.anchor(False)
         log.scroll_home(animate=False, immediate=True)
         self.call_after_refresh(self.follow_output)

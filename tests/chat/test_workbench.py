@@ -1,0 +1,127 @@
+"""The workbench without a UI: the app's orchestration driven with asyncio alone, against the
+fake loopback server, a real workspace and the real SQLite index (no Pilot, no Textual)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.chat_support import SummaryResponder, add_messages
+from support.fakeopenai import FakeOpenAI, Responder
+
+from tui.chat.chat import ChatEngine
+from tui.chat.events import TriggerEvent, TriggerListenerEvent
+from tui.chat.workbench import ConfigOutcome, IndexOutcome, Workbench
+
+
+@pytest.fixture
+def responder() -> Responder | None:
+    return SummaryResponder(facts=["Keeps bees on the roof"])
+
+
+@pytest.fixture
+def workbench(engine: ChatEngine, tmp_path: Path) -> Workbench:
+    return Workbench(engine, config_file=tmp_path / "config.toml")
+
+
+def test_switching_opens_a_session_and_flushes_the_one_left(
+    workbench: Workbench, engine: ChatEngine
+) -> None:
+    heard: list[TriggerListenerEvent] = []
+    workbench.add_trigger_listener(heard.append)
+
+    async def scenario() -> None:
+        first = await workbench.new_session()
+        assert workbench.open(first.id) is None
+        add_messages(engine.sessions, first.id, 4)
+        second = await workbench.new_session()
+        left = workbench.open(second.id)
+        assert left == first.id and workbench.active_session == second.id
+        await workbench.flush_left(second.id, left)
+
+    asyncio.run(scenario())
+    done = [e for e in heard if isinstance(e, TriggerEvent) and e.session_id is not None]
+    assert [(e.trigger, e.outcome.status) for e in done] == [("session_switch", "flushed")]
+    log = next((engine.memory.workspace.root / "memory").glob("*.md")).read_text()
+    assert "Summary number 1" in log
+    # the triggers follow the workbench's open session
+    assert engine.triggers.active_session_id == workbench.active_session
+
+
+def test_rename_delete_and_the_last_session(workbench: Workbench, engine: ChatEngine) -> None:
+    async def scenario() -> None:
+        older = await workbench.new_session()
+        newer = await workbench.new_session()
+        assert await workbench.last_session() in (older.id, newer.id)
+        renamed = await workbench.rename(older.id, "Bee notes")
+        assert renamed.title == "Bee notes"
+        workbench.open(newer.id)
+        trash = await workbench.delete(newer.id)
+        assert trash.exists() and ".trash" in trash.parts
+        assert workbench.active_session is None  # the open session was the one deleted
+        assert await workbench.last_session() == older.id
+
+    asyncio.run(scenario())
+
+
+def test_reindex_and_the_start_up_sync_report_or_say_what_failed(
+    workbench: Workbench, engine: ChatEngine
+) -> None:
+    (engine.memory.workspace.root / "MEMORY.md").write_text("# Memory\n\n- Keeps bees\n")
+    workbench.without_model()
+
+    async def scenario() -> list[IndexOutcome]:
+        outcomes = [o async for o in workbench.prepare_index()]
+        outcomes.append(await workbench.reindex())
+        return outcomes
+
+    start, reindex = asyncio.run(scenario())
+    assert (start.reason, start.error) == ("start", None) and start.report is not None
+    assert (reindex.reason, reindex.error) == ("reindex", None)
+    stats = asyncio.run(workbench.index_stats())
+    assert stats["chunks"] == 1
+
+
+def test_a_bad_config_file_is_one_error_line_and_changes_nothing(
+    workbench: Workbench, engine: ChatEngine, tmp_path: Path
+) -> None:
+    before = engine.config
+    (tmp_path / "config.toml").write_text("[memory]\ninjection_budget = 'lots'\n")
+    outcome = asyncio.run(workbench.reload_config())
+    assert isinstance(outcome, IndexOutcome) and outcome.reason == "config reload"
+    assert outcome.error and "\n" not in outcome.error and "injection_budget" in outcome.error
+    assert engine.config is before
+
+    (tmp_path / "config.toml").write_text("[memory]\ninjection_budget = 1500\n")
+    applied = asyncio.run(workbench.reload_config())
+    assert isinstance(applied, ConfigOutcome) and applied.config.injection_budget == 1500
+    assert workbench.config.injection_budget == 1500
+
+
+def test_the_manual_flush_and_the_quit_flush_log_the_open_session_once(
+    workbench: Workbench, engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    async def scenario() -> None:
+        session = await workbench.new_session()
+        workbench.open(session.id)
+        add_messages(engine.sessions, session.id, 4)
+        await workbench.flush()
+
+    asyncio.run(scenario())
+    events = workbench.quit_flush()  # nothing new since the manual flush
+    assert all(e.outcome.status != "flushed" for e in events)
+    log = next((engine.memory.workspace.root / "memory").glob("*.md")).read_text()
+    assert log.count("Summary number") == 1
+    assert (engine.memory.workspace.root / "MEMORY.md").read_text().count("Keeps bees on") == 1
+
+
+def test_the_workbench_imports_no_textual() -> None:
+    code = (
+        "import sys, tui.chat.workbench; "
+        "print([m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,245 @@
+"""Workbench: what the app does with the memory and the sessions, without a UI.
+
+It owns the open session (:attr:`Workbench.active_session`, which the flush triggers follow),
+the lifecycle lock (flushes fired by switches, deletions, the manual trigger and quitting run
+one at a time, in order), the start-up sync and model load, and the actions: switch / new /
+rename / delete a session, flush, reindex, reload the config, consolidate. Each action is an
+async method whose blocking part runs in a thread (``asyncio.to_thread``), so a UI awaits it
+from its event loop and a script or a test drives it with ``asyncio.run``; failures come back
+as values (:class:`IndexOutcome`, :class:`ConsolidationOutcome`) or as the documented
+exceptions. Memory changes are published by the engine itself (``MemoryEngine.on_change``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from tui.chat.chat import ChatEngine
+from tui.chat.config import Config, load_config
+from tui.chat.consolidation import ConsolidationError, Proposal
+from tui.chat.events import TriggerEvent, TriggerListenerEvent
+from tui.chat.sessions import SessionInfo, Transcript, TurnInjection
+from tui.engine.index import SyncReport
+
+T = TypeVar("T")
+
+#: A sync's progress: (stage, done, total).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    """A sync, reindex or config reload ended: its ``report``, or the ``error`` that ended it.
+
+    ``reason``: ``start`` (the BM25 sync at start-up), ``embedding`` (what was new, once the
+    model is loaded), ``reindex`` or ``config reload``."""
+
+    reason: str
+    report: SyncReport | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ConfigOutcome:
+    """config.toml was read again and applied; ``report`` is the index rebuild a changed
+    ``[embeddings]`` needed (None when it did not change)."""
+
+    config: Config
+    report: SyncReport | None = None
+
+
+@dataclass(frozen=True)
+class ConsolidationOutcome:
+    """A consolidation step ended: ``what`` is ``proposed``, ``unchanged``, ``accepted``,
+    ``rejected`` or ``failed``; ``proposal`` is set when proposed, ``detail`` says more."""
+
+    what: str
+    detail: str = ""
+    proposal: Proposal | None = None
+
+
+class Workbench:
+    """The orchestration of one :class:`ChatEngine` for a UI (or a script)."""
+
+    def __init__(self, engine: ChatEngine, *, config_file: Path) -> None:
+        self.engine = engine
+        self.config_file = config_file
+        #: The open session: the one the flush triggers follow.
+        self.active_session: str | None = None
+        #: Held while a trigger-manager call fires flushes (see :meth:`run_locked`).
+        self.lifecycle_lock = threading.Lock()
+        self._model_ready = threading.Event()
+        engine.triggers.follow_active_session(lambda: self.active_session)
+
+    @property
+    def config(self) -> Config:
+        """The configuration in force (replaced by :meth:`reload_config`)."""
+        return self.engine.config
+
+    # -- locking --
+
+    def run_locked(self, call: Callable[[], T]) -> T:
+        """Run a trigger-manager call that fires flushes, one at a time (two switches racing
+        would flush in the wrong order). Blocking: for a thread."""
+        with self.lifecycle_lock:
+            return call()
+
+    async def fire(self, call: Callable[[], object]) -> None:
+        """:meth:`run_locked` in a thread; the trigger listeners hear its events."""
+        await asyncio.to_thread(self.run_locked, call)
+
+    def add_trigger_listener(
+        self, listener: Callable[[TriggerListenerEvent], None]
+    ) -> Callable[[], None]:
+        """Hear every trigger and flush (called on the flushing thread); returns a remover."""
+        return self.engine.triggers.add_listener(listener)
+
+    # -- start-up --
+
+    async def load_model(self) -> str | None:
+        """Load the embedding model; the error that stopped it, or None."""
+        try:
+            await asyncio.to_thread(self.engine.memory.load_model)
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            self._model_ready.set()
+        return None
+
+    def without_model(self) -> None:
+        """No model will be loaded: the start-up sync need not wait for one."""
+        self._model_ready.set()
+
+    async def prepare_index(self, progress: Progress | None = None) -> AsyncIterator[IndexOutcome]:
+        """Sync the index (BM25 at once: ``start``), then, once :meth:`load_model` is done,
+        embed what is new (``embedding``, only when there is something to embed)."""
+        memory = self.engine.memory
+        outcome = await self._sync("start", partial(memory.sync, progress=progress))
+        yield outcome
+        if outcome.error:
+            return
+        await asyncio.to_thread(self._model_ready.wait)
+        if memory.model_loaded and memory.index.pending_embeddings():
+            yield await self._sync("embedding", partial(memory.sync, progress=progress))
+
+    async def last_session(self) -> str | None:
+        """The most recently updated session, to resume at start-up."""
+        infos = await asyncio.to_thread(self.engine.sessions.list)
+        return infos[0].id if infos else None
+
+    async def consolidation_due(self) -> bool:
+        """True when recent daily logs wait to be folded into MEMORY.md (and a model can)."""
+        if self.engine.llm_problem:
+            return False
+        return await asyncio.to_thread(self.engine.consolidator.is_due)
+
+    async def run_triggers(self, stop: asyncio.Event) -> None:
+        """The day-change check at start-up, then the idle / day-change / background timer
+        loop until ``stop`` is set."""
+        triggers = self.engine.triggers
+        await self.fire(triggers.startup)
+        await triggers.run(stop)
+
+    # -- sessions --
+
+    def open(self, session_id: str | None) -> str | None:
+        """Make ``session_id`` the open session; returns the one left (to :meth:`flush_left`)."""
+        left, self.active_session = self.active_session, session_id
+        return left
+
+    async def flush_left(self, session_id: str | None, left: str | None) -> None:
+        """The session-switch trigger: flush ``left`` now that ``session_id`` is open."""
+        await self.fire(partial(self.engine.triggers.switch_session, session_id, left=left))
+
+    async def transcript(self, session_id: str) -> Transcript:
+        """The transcript of ``session_id`` as stored."""
+        return await asyncio.to_thread(self.engine.sessions.load, session_id)
+
+    async def new_session(self) -> SessionInfo:
+        """Create an empty session (not opened: :meth:`open` it)."""
+        return await asyncio.to_thread(self.engine.sessions.create)
+
+    async def rename(self, session_id: str, title: str) -> SessionInfo:
+        """Give ``session_id`` a new title."""
+        return await asyncio.to_thread(self.engine.sessions.rename, session_id, title)
+
+    async def delete(self, session_id: str) -> Path:
+        """Flush ``session_id`` and move it to the trash; returns where it went. The open
+        session closes if it was this one (its flush already ran: no switch trigger)."""
+        trash, _event = await asyncio.to_thread(
+            self.run_locked, partial(self.engine.triggers.delete_session, session_id)
+        )
+        if self.active_session == session_id:
+            self.active_session = None
+        return trash
+
+    async def last_injection(self, session_id: str) -> TurnInjection | None:
+        """What the last turn of ``session_id`` injected, as recorded ("why?")."""
+        injections = (await self.transcript(session_id)).injections
+        return injections[-1] if injections else None
+
+    # -- memory --
+
+    async def flush(self) -> None:
+        """The manual trigger: the open session to today's daily log now."""
+        await self.fire(partial(self.engine.triggers.manual, self.active_session))
+
+    def quit_flush(self) -> list[TriggerEvent]:
+        """The quit trigger (blocking: the app runs it in a thread it may leave behind)."""
+        return self.run_locked(self.engine.triggers.app_quit)
+
+    async def reindex(self, progress: Progress | None = None) -> IndexOutcome:
+        """Rebuild the index from the Markdown files."""
+        return await self._sync("reindex", partial(self.engine.memory.reindex, progress=progress))
+
+    async def index_stats(self) -> dict[str, object]:
+        """Files, chunks, index size (what the stats panel and the header show)."""
+        return await asyncio.to_thread(self.engine.memory.stats)
+
+    async def reload_config(self) -> ConfigOutcome | IndexOutcome:
+        """Read config.toml again and apply it without a restart; a changed ``[embeddings]``
+        swaps the embedder (rebuilding the index when the model changed). An
+        :class:`IndexOutcome` with the error when it could not be applied."""
+
+        def reload() -> ConfigOutcome:
+            config = load_config(self.config_file)
+            return ConfigOutcome(config, self.engine.reconfigure(config))
+
+        try:
+            return await asyncio.to_thread(reload)
+        except Exception as exc:
+            return IndexOutcome("config reload", error=str(exc))
+
+    async def propose_consolidation(self) -> ConsolidationOutcome:
+        """Ask the summary model for an updated MEMORY.md from recent daily logs."""
+        try:
+            proposal = await asyncio.to_thread(self.engine.consolidator.propose)
+        except ConsolidationError as exc:
+            return ConsolidationOutcome("failed", exc.message)
+        if proposal.unchanged:
+            return ConsolidationOutcome("unchanged", "MEMORY.md is already consolidated")
+        return ConsolidationOutcome("proposed", proposal=proposal)
+
+    async def decide_consolidation(self, proposal: Proposal, accept: bool) -> ConsolidationOutcome:
+        """Write an accepted proposal to MEMORY.md, or record its rejection."""
+        consolidator = self.engine.consolidator
+        if not accept:
+            await asyncio.to_thread(consolidator.reject, proposal, "rejected in the app")
+            return ConsolidationOutcome("rejected")
+        try:
+            result = await asyncio.to_thread(consolidator.accept, proposal)
+        except ConsolidationError as exc:
+            return ConsolidationOutcome("failed", exc.message)
+        return ConsolidationOutcome("accepted", result.stats.summary)
+
+    async def _sync(self, reason: str, call: Callable[[], SyncReport]) -> IndexOutcome:
+        try:
+            return IndexOutcome(reason, await asyncio.to_thread(call))
+        except Exception as exc:
+            return IndexOutcome(reason, error=str(exc))
