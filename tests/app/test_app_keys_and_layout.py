@@ -404,3 +404,19 @@ async def test_indexing_progress_is_shown_while_a_dropped_file_is_embedded(
         assert "BM25 only · embedding 120/400 units" in header
         stats = dict((k, v.plain) for k, v in screen.memory_panels.stats_panel.describe_stats())
         assert stats["indexing"].startswith("embedding 120/400 units")
+
+
+async def test_a_tab_asked_for_focus_does_not_take_it_after_the_user_moved_on(
+    engine: ChatEngine,
+) -> None:
+    app = build_app(engine, engine.memory.workspace.root.parent)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        screen = app.main_screen
+        pane = screen.chat_pane
+        # the tab takes focus two refreshes later; ctrl+n comes first (a loaded machine)
+        screen.memory_panels.show_tab("daily", focus=True)
+        screen.action_focus_chat()
+        await pilot.press(*"still here")
+        await pilot.pause(0.2)
+        assert pane.chat_input.value == "still here" and app.focused is pane.chat_input

@@ -941,7 +941,7 @@ async def test_daily_labels_are_clean_text(engine: MemoryEngine) -> None:
 
 
 def test_search_text_cell_says_dash_without_a_text_match() -> None:
-    from tui.app.panels.search_panel import format_text_score
+    from tui.app.panels.base import format_text_score
 
     assert format_text_score(0.0, -0.0) == "—"
     assert format_text_score(0.0, None) == "—"

@@ -3,6 +3,7 @@ formula, the turn's injection record, the version flag and the environment docum
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -33,7 +34,9 @@ def count_words(text: str) -> int:
 def test_memory_title_is_not_nested_under_the_long_term_heading() -> None:
     memory = "# Long-term Memory\n\n## Preferences\n- Likes tea\n"
     injection = build_injection(memory, [], count_words)
-    assert injection.text.startswith(f"<memory-notes>\n{LONG_TERM_HEADING}\n## Preferences\n- Likes tea")
+    assert injection.text.startswith(
+        f"<memory-notes>\n{LONG_TERM_HEADING}\n## Preferences\n- Likes tea"
+    )
     assert "# Long-term Memory" not in injection.text.replace(LONG_TERM_HEADING, "")
     # a MEMORY.md without a title loses nothing
     untitled = build_injection("## Preferences\n- Likes tea\n", [], count_words)
@@ -97,10 +100,19 @@ async def test_a_turn_records_what_it_injected(engine: ChatEngine, server: FakeO
     assert [i.location for i in report.included] == [i.location for i in built.report.included]
     relevant = [i for i in report.included if i.kind == "relevant"]
     assert relevant and len(turn.results) == len(relevant)
-    assert turn.results[0]["path"].startswith("memory/")
-    breakdown = turn.results[0]["breakdown"]
-    assert {"vector", "text", "bm25", "hybrid", "relevance", "recency"} <= set(breakdown)
-    assert "text" not in turn.results[0]  # the block has it; the record stays small
+    # the results come back typed, with the breakdown search gave (the text stays in the block)
+    searched = engine.memory.search("where did the dog go on Sunday?").results[0]
+    recorded = turn.results[0]
+    assert recorded.location == searched.location and recorded.path.startswith("memory/")
+    assert recorded.breakdown.hybrid == pytest.approx(searched.breakdown.hybrid, abs=1e-6)
+    assert recorded.breakdown.recency == pytest.approx(searched.breakdown.recency, abs=1e-6)
+    assert recorded.text == ""
+    line = next(
+        json.loads(raw)
+        for raw in engine.sessions.path(session).read_text().splitlines()
+        if '"injection"' in raw
+    )
+    assert "text" not in line["results"][0]  # the record stays small
 
 
 # -- 17: --version, and every environment variable documented --

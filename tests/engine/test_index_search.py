@@ -324,3 +324,33 @@ def test_injection_respects_budget_and_reports_cuts(engine):
     assert tight.report.memory_truncated
     assert any("truncated" in note for note in tight.report.notes)
     assert tight.report.cut
+
+
+def test_a_recorded_result_reads_back_typed_and_bad_fields_read_neutral() -> None:
+    from tui.engine.search import Breakdown, SearchResult
+
+    recorded = {
+        "path": "memory/2026-11-20.md",
+        "start_line": 3,
+        "end_line": 4,
+        "score": 0.82,
+        "breakdown": {
+            "bm25": -4.2,
+            "text": 0.61,
+            "vector": 0.91,
+            "hybrid": 0.82,
+            "relevance": 0.82,
+            "confidence": "medium",
+            "superseded": "x",
+            "recency": float("nan"),
+            "linked": True,
+        },
+    }
+    result = SearchResult.from_json(recorded)
+    assert result.location == "memory/2026-11-20.md#L3-4" and result.score == 0.82
+    b = result.breakdown
+    assert (b.bm25, b.vector, b.hybrid, b.confidence) == (-4.2, 0.91, 0.82, "medium")
+    assert (b.superseded, b.recency, b.linked) == (1.0, 1.0, 0.0)  # malformed: neutral
+    empty = Breakdown.from_json(None)
+    assert empty.vector is None and empty.bm25 is None and empty.relevance == 0.0
+    assert SearchResult.from_json({"start_line": "3"}).start_line == 0

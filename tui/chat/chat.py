@@ -242,14 +242,7 @@ class ChatEngine:
         """The conversation a request replays: messages since the last compaction, tool calls
         with their results, without silent or incomplete messages."""
         compaction = transcript.last_compaction
-        start_id = compaction.get("dropped_before") if compaction else None
-        results = {
-            str(r.get("id")): r for r in transcript.records if r.get("type") == "tool_result"
-        }
-        calls: dict[str, list[dict[str, Any]]] = {}
-        for record in transcript.records:
-            if record.get("type") == "tool_call":
-                calls.setdefault(str(record.get("message_id")), []).append(record)
+        start_id = compaction.dropped_before if compaction else None
         started = start_id is None
         messages: list[dict[str, Any]] = []
         for message in transcript.messages:
@@ -263,17 +256,14 @@ class ChatEngine:
             if message.role == "user":
                 messages.append({"role": "user", "content": content})
                 continue
-            own_calls = calls.get(message.id, [])
+            own_calls = transcript.tool_calls_of(message.id)
             entry: dict[str, Any] = {"role": "assistant", "content": content or None}
             if own_calls:
                 entry["tool_calls"] = [
                     {
-                        "id": str(c.get("id")),
+                        "id": c.id,
                         "type": "function",
-                        "function": {
-                            "name": c.get("tool", ""),
-                            "arguments": c.get("arguments", "{}"),
-                        },
+                        "function": {"name": c.tool, "arguments": c.arguments or "{}"},
                     }
                     for c in own_calls
                 ]
@@ -281,12 +271,12 @@ class ChatEngine:
                 continue
             messages.append(entry)
             for call in own_calls:
-                result = results.get(str(call.get("id")))
-                output = result.get("output") if result else {"error": "interrupted"}
+                result = transcript.tool_results.get(call.id)
+                output = result.output if result else {"error": "interrupted"}
                 messages.append(
                     {
                         "role": "tool",
-                        "tool_call_id": str(call.get("id")),
+                        "tool_call_id": call.id,
                         "content": json.dumps(output, ensure_ascii=False),
                     }
                 )
@@ -344,9 +334,7 @@ class ChatEngine:
                 {"type": "model_change", "id": new_id("c"), "model": self.llm.model},
             )
         injection = await asyncio.to_thread(self.preview_injection, text)
-        results = [
-            {k: v for k, v in r.to_json().items() if k != "text"} for r in injection.results
-        ]
+        results = [{k: v for k, v in r.to_json().items() if k != "text"} for r in injection.results]
         await asyncio.to_thread(
             self.sessions.append,
             session_id,
@@ -366,7 +354,7 @@ class ChatEngine:
     async def _request_messages(self, session_id: str, injection_text: str) -> list[dict[str, Any]]:
         transcript = await asyncio.to_thread(self.sessions.load, session_id)
         compaction = transcript.last_compaction
-        summary = compaction.get("summary") if compaction else None
+        summary = (compaction.summary or None) if compaction else None
         return [
             {"role": "system", "content": self.system_prompt(injection_text, summary)},
             *self.context_messages(transcript),
@@ -591,7 +579,7 @@ class ChatEngine:
         # 3. Summarise the older turns.
         transcript = await asyncio.to_thread(self.sessions.load, session_id)
         compaction = transcript.last_compaction
-        start_id = compaction.get("dropped_before") if compaction else None
+        start_id = compaction.dropped_before if compaction else None
         live = [m for m in transcript.messages_after(None) if m.is_conversation]
         if start_id is not None:
             ids = [m.id for m in transcript.messages]
@@ -604,7 +592,7 @@ class ChatEngine:
         if not older:
             yield CompactionFailed(session_id, "internal", "nothing old enough to summarise")
             return
-        previous = compaction.get("summary") if compaction else None
+        previous = (compaction.summary or None) if compaction else None
         conversation = "\n\n".join(
             f"{'User' if m.role == 'user' else 'Assistant'}: {self.bounded(m.content)}"
             for m in older

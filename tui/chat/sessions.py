@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.fileio import append_text
+from ..engine.search import SearchResult
 from ..engine.workspace import Workspace
 
 SESSION_VERSION = 1
@@ -89,6 +90,8 @@ class Message:
     index: int
     silent: bool = False
     incomplete: bool = False
+    #: An incomplete answer the user stopped (or quit during), not one an error cut short.
+    interrupted: bool = False
     tool_call_ids: tuple[str, ...] = ()
 
     @property
@@ -115,15 +118,54 @@ class FlushRecord:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A ``tool_call`` line: the model called ``tool`` from assistant message ``message_id``;
+    ``arguments`` as the model sent them, ``input`` as parsed (empty when they were not JSON)."""
+
+    id: str
+    message_id: str
+    tool: str
+    arguments: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A ``tool_result`` line: what call ``id`` returned."""
+
+    id: str
+    tool: str
+    ok: bool
+    output: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """An ``error`` line: a turn that failed (``kind``: timeout, connection, ...)."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A ``compaction`` line: messages before ``dropped_before`` are now ``summary``."""
+
+    summary: str
+    dropped_before: str | None
+    dropped_messages: int | None
+
+
+@dataclass(frozen=True)
 class TurnInjection:
     """What one turn injected: the block, the builder's report (``InjectionReport.to_json``)
-    and the included search results (``SearchResult.to_json`` without their text)."""
+    and the included search results (recorded without their text)."""
 
     message_id: str
     user_text: str
     text: str
     report: dict[str, Any]
-    results: list[dict[str, Any]]
+    results: list[SearchResult]
 
 
 def injection_record(
@@ -148,7 +190,21 @@ class Transcript:
     created: str | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    #: What a reader shows, in file order: messages, tool calls, injections, errors,
+    #: compactions (tool results are in :attr:`tool_results`, by call id).
+    timeline: list[Message | ToolCall | TurnInjection | ErrorRecord | Compaction] = field(
+        default_factory=list
+    )
+    tool_results: dict[str, ToolResult] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    def tool_calls_of(self, message_id: str) -> list[ToolCall]:
+        """The tool calls assistant message ``message_id`` made, in order."""
+        return [
+            item
+            for item in self.timeline
+            if isinstance(item, ToolCall) and item.message_id == message_id
+        ]
 
     @property
     def flushes(self) -> list[FlushRecord]:
@@ -206,35 +262,18 @@ class Transcript:
         return None
 
     @property
-    def last_compaction(self) -> dict[str, Any] | None:
+    def last_compaction(self) -> Compaction | None:
         """The latest ``compaction`` line."""
-        for record in reversed(self.records):
-            if record.get("type") == "compaction":
-                return record
+        for item in reversed(self.timeline):
+            if isinstance(item, Compaction):
+                return item
         return None
 
     @property
     def injections(self) -> list[TurnInjection]:
         """What each turn injected, oldest first (turns from before this was recorded have
         none)."""
-        texts = {m.id: m.content for m in self.messages}
-        found = []
-        for record in self.records:
-            if record.get("type") != "injection":
-                continue
-            message_id = str(record.get("message_id", ""))
-            report = record.get("report")
-            results = record.get("results")
-            found.append(
-                TurnInjection(
-                    message_id,
-                    texts.get(message_id, ""),
-                    str(record.get("text") or ""),
-                    report if isinstance(report, dict) else {},
-                    [r for r in results if isinstance(r, dict)] if isinstance(results, list) else [],
-                )
-            )
-        return found
+        return [item for item in self.timeline if isinstance(item, TurnInjection)]
 
     @property
     def display_title(self) -> str:
@@ -480,17 +519,78 @@ def _parse(session_id: str, data: bytes) -> Transcript:
             raw_messages.append(record)
         elif kind == "tool_call" and record.get("message_id"):
             tool_calls.setdefault(str(record["message_id"]), []).append(str(record.get("id")))
+    by_id: dict[str, Message] = {}
+    #: Each message line's Message (ids may repeat in a hand-edited file).
+    by_line: dict[int, Message] = {}
     for index, record in enumerate(raw_messages, start=1):
-        transcript.messages.append(
-            Message(
-                id=str(record["id"]),
-                role=str(record.get("role", "")),
-                content=str(record.get("content") or ""),
-                timestamp=str(record.get("timestamp", "")),
-                index=index,
-                silent=bool(record.get("silent")),
-                incomplete=bool(record.get("incomplete")),
-                tool_call_ids=tuple(tool_calls.get(str(record["id"]), ())),
-            )
+        message = Message(
+            id=str(record["id"]),
+            role=str(record.get("role", "")),
+            content=str(record.get("content") or ""),
+            timestamp=str(record.get("timestamp", "")),
+            index=index,
+            silent=bool(record.get("silent")),
+            incomplete=bool(record.get("incomplete")),
+            interrupted=bool(record.get("interrupted")),
+            tool_call_ids=tuple(tool_calls.get(str(record["id"]), ())),
         )
+        transcript.messages.append(message)
+        by_id.setdefault(message.id, message)
+        by_line[id(record)] = message
+    for record in transcript.records:
+        item = by_line.get(id(record)) if record.get("type") == "message" else _typed(record, by_id)
+        if isinstance(item, ToolResult):
+            transcript.tool_results[item.id] = item
+        elif item is not None:
+            transcript.timeline.append(item)
     return transcript
+
+
+def _typed(
+    record: dict[str, Any], messages: dict[str, Message]
+) -> ToolCall | ToolResult | TurnInjection | ErrorRecord | Compaction | None:
+    """The typed form of one line other than a message (None for lines a reader does not
+    show); ``messages`` by id give an injection its user's text."""
+    kind = record.get("type")
+    if kind == "tool_call":
+        arguments = record.get("input")
+        return ToolCall(
+            id=str(record.get("id")),
+            message_id=str(record.get("message_id")),
+            tool=str(record.get("tool", "")),
+            arguments=str(record.get("arguments") or ""),
+            input=arguments if isinstance(arguments, dict) else {},
+        )
+    if kind == "tool_result":
+        output = record.get("output")
+        return ToolResult(
+            id=str(record.get("id")),
+            tool=str(record.get("tool", "")),
+            ok=bool(record.get("ok")),
+            output=output if isinstance(output, dict) else {},
+        )
+    if kind == "injection":
+        message_id = str(record.get("message_id", ""))
+        report = record.get("report")
+        results = record.get("results")
+        user = messages.get(message_id)
+        return TurnInjection(
+            message_id,
+            user.content if user is not None else "",
+            str(record.get("text") or ""),
+            report if isinstance(report, dict) else {},
+            [SearchResult.from_json(r) for r in results if isinstance(r, dict)]
+            if isinstance(results, list)
+            else [],
+        )
+    if kind == "error":
+        return ErrorRecord(str(record.get("kind", "error")), str(record.get("message", "")))
+    if kind == "compaction":
+        before = record.get("dropped_before")
+        dropped = record.get("dropped_messages")
+        return Compaction(
+            summary=str(record.get("summary") or ""),
+            dropped_before=str(before) if before else None,
+            dropped_messages=dropped if isinstance(dropped, int) else None,
+        )
+    return None

@@ -136,6 +136,44 @@ class Breakdown:
     #: Multiplier for an entry a newer linked entry changed, on a current-state question.
     superseded: float = 1.0
 
+    @classmethod
+    def from_json(cls, data: object) -> Breakdown:
+        """The breakdown as :meth:`SearchResult.to_json` wrote it (a recorded turn); a missing
+        or malformed value reads as its neutral default, never raises."""
+        values = data if isinstance(data, dict) else {}
+
+        def number(key: str, default: float) -> float:
+            value = values.get(key)
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            ):
+                return float(value)
+            return default
+
+        def optional(key: str) -> float | None:
+            return number(key, math.nan) if key in values else None
+
+        bm25, vector = optional("bm25"), optional("vector")
+        hybrid = number("hybrid", 0.0)
+        return cls(
+            bm25=None if bm25 is None or math.isnan(bm25) else bm25,
+            text=number("text", 0.0),
+            vector=None if vector is None or math.isnan(vector) else vector,
+            hybrid=hybrid,
+            neighbour=number("neighbour", 0.0),
+            relevance=number("relevance", hybrid),
+            decay=number("decay", 1.0),
+            confidence=str(values.get("confidence", "?")),
+            confidence_weight=number("confidence_weight", 1.0),
+            keyword_hit=bool(values.get("keyword_hit")),
+            recency=number("recency", 1.0),
+            time_window=number("time_window", 1.0),
+            linked=number("linked", 0.0),
+            superseded=number("superseded", 1.0),
+        )
+
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -154,6 +192,27 @@ class SearchResult:
     def location(self) -> str:
         """``path#Lstart-Lend``."""
         return f"{self.path}#L{self.start_line}-{self.end_line}"
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> SearchResult:
+        """A result as :meth:`to_json` wrote it (``text`` may be left out, as a turn's record
+        does); malformed fields read as empty or neutral."""
+
+        def line(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        score = data.get("score")
+        return cls(
+            chunk_id=0,
+            path=str(data.get("path") or ""),
+            start_line=line("start_line"),
+            end_line=line("end_line"),
+            heading=str(data.get("heading") or ""),
+            text=str(data.get("text") or ""),
+            score=float(score) if isinstance(score, int | float) and math.isfinite(score) else 0.0,
+            breakdown=Breakdown.from_json(data.get("breakdown")),
+        )
 
     def to_json(self) -> dict[str, object]:
         """The CLI's JSON shape of a result."""
@@ -410,7 +469,9 @@ def asks_current_state(intent: TimeIntent, options: SearchOptions) -> bool:
     return intent.present_tense and (intent.first_person or options.present_is_current)
 
 
-def recency_factor(day: date | None, now: date, intent: TimeIntent, options: SearchOptions) -> float:
+def recency_factor(
+    day: date | None, now: date, intent: TimeIntent, options: SearchOptions
+) -> float:
     """How much a result's age changes its score: 1.0 unless the question asks for the present."""
     if not options.decay or options.recency == "never":
         return 1.0
@@ -464,9 +525,7 @@ def _neighbour_support(
     neighbours that were not candidates are added to ``rows``.
     """
     reach = max(1, options.neighbour_reach)
-    best = sorted(
-        (i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i]
-    )[:top]
+    best = sorted((i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i])[:top]
     wanted = {i + k * side for i in best for k in range(1, reach + 1) for side in (-1, 1)}
     missing = [n for n in wanted if n not in rows]
     rows.update(index.chunks_by_id(missing))
@@ -565,9 +624,9 @@ def _update_links(
     entries that were not candidates are added to ``rows``.
     """
     relevance = {i: max(h, support.get(i, 0.0)) for i, h in hybrids.items()}
-    seeds = sorted(
-        (i for i in relevance if _date_by(rows[i], now)), key=lambda i: -relevance[i]
-    )[:LINK_SEEDS]
+    seeds = sorted((i for i in relevance if _date_by(rows[i], now)), key=lambda i: -relevance[i])[
+        :LINK_SEEDS
+    ]
     query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
     linked: dict[int, float] = {}
     superseded: set[int] = set()

@@ -19,6 +19,13 @@ def format_score(value: float | None) -> str:
     return f"{value:.2f}".removeprefix("0")
 
 
+def format_text_score(text: float, bm25: float | None) -> str:
+    """``.61 (4.2)``: the text score and the raw bm25 rank; ``—`` without a text match."""
+    if bm25 is None or (text <= 0 and abs(bm25) < 1e-9):
+        return "—"
+    return f"{format_score(text)} ({bm25:.1f})"
+
+
 def format_source(path: str, start_line: int, end_line: int) -> str:
     """A chunk's source as ``path:Lstart-Lend``."""
     return f"{path}:L{start_line}-{end_line}"

@@ -132,7 +132,6 @@ class _NodeRef:
     entry: LogEntry | None = None
 
 
-
 class DailyTree(EnginePanel):
     """Browses ``memory/`` daily logs by month and date; the selected log or entry is rendered.
 

@@ -16,10 +16,11 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tui.app.messages import while_attached
-from tui.app.panels.base import EnginePanel, format_score
+from tui.app.panels.base import EnginePanel, format_score, format_text_score
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MODEL_STARTING, MemoryEngine
 from tui.engine.inject import Injection, InjectionReport
+from tui.engine.search import SearchResult
 
 #: Keystrokes closer together than this are coalesced into one preview.
 PREVIEW_DEBOUNCE_S = 0.12
@@ -82,52 +83,35 @@ def describe_items(report: InjectionReport) -> Text:
     return lines
 
 
-def describe_breakdown(result: dict[str, object]) -> Text:
-    """One injected memory of a past turn with its score breakdown (a result's JSON)::
+def describe_breakdown(result: SearchResult) -> Text:
+    """One injected memory of a past turn with its score breakdown::
 
-        ✓ memory/2026-11-20.md#L3-4  .82
-          relevance .82 = max(hybrid .82, near —) · recency 1.00 · window 1.00 · conf medium .90
-          hybrid: vector .91 · text .61 (bm25 4.2)
+    ✓ memory/2026-11-20.md#L3-4  .82
+      relevance .82 = max(hybrid .82, near —) · recency 1.00 · window 1.00 · conf medium .90
+      hybrid: vector .91 · text .61 (4.2)
     """
-    raw = result.get("breakdown")
-    b: dict[str, object] = raw if isinstance(raw, dict) else {}
-
-    def score(key: str) -> str:
-        value = b.get(key)
-        return format_score(float(value)) if isinstance(value, int | float) else "—"
-
-    location = f"{result.get('path')}#L{result.get('start_line')}-{result.get('end_line')}"
-    total = result.get("score")
+    b = result.breakdown
     line = Text()
     line.append("✓ ", style="bold green")
-    line.append(location)
-    line.append(f"  {format_score(float(total)) if isinstance(total, int | float) else '—'}")
-    neighbour = b.get("neighbour")
-    hybrid = b.get("hybrid")
-    near = (
-        score("neighbour")
-        if isinstance(neighbour, int | float) and isinstance(hybrid, int | float)
-        and neighbour > hybrid
-        else "—"
-    )
-    linked = b.get("linked")
-    update = f", linked {score('linked')}" if isinstance(linked, int | float) and linked > 0 else ""
-    superseded = b.get("superseded")
-    if isinstance(superseded, int | float) and superseded < 1:
-        update += f") · superseded {score('superseded')}"
+    line.append(result.location)
+    line.append(f"  {format_score(result.score)}")
+    near = format_score(b.neighbour) if b.neighbour > b.hybrid else "—"
+    update = f", linked {format_score(b.linked)}" if b.linked > 0 else ""
+    if b.superseded < 1:
+        update += f") · superseded {format_score(b.superseded)}"
     else:
         update += ")"
     line.append(
-        f"\n  relevance {score('relevance')} = max(hybrid {score('hybrid')}, near {near}{update}"
-        f" · recency {score('recency')} · window {score('time_window')}"
-        f" · conf {b.get('confidence', '?')} {score('confidence_weight')}",
+        f"\n  relevance {format_score(b.relevance)} = max(hybrid {format_score(b.hybrid)},"
+        f" near {near}{update} · recency {format_score(b.recency)}"
+        f" · window {format_score(b.time_window)}"
+        f" · conf {b.confidence} {format_score(b.confidence_weight)}",
         style="dim",
     )
-    bm25 = b.get("bm25")
-    text = score("text") if isinstance(bm25, int | float) else "—"
-    if isinstance(bm25, int | float):
-        text += f" (bm25 {bm25:.1f})"
-    line.append(f"\n  hybrid: vector {score('vector')} · text {text}", style="dim")
+    line.append(
+        f"\n  hybrid: vector {format_score(b.vector)} · text {format_text_score(b.text, b.bm25)}",
+        style="dim",
+    )
     return line
 
 

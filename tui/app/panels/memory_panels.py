@@ -129,6 +129,8 @@ tab in this session.
         self._initial = initial
         #: The tab the user chose in this session (None: none yet; Inject may come forward).
         self.chosen_tab: str | None = None
+        #: The tab that takes focus at the next refresh (see :meth:`cancel_pending_focus`).
+        self._focus_pending: str | None = None
         #: A tab this widget activated itself (its TabActivated is not the user's choice).
         self._auto_tab: str | None = initial
 
@@ -201,9 +203,18 @@ tab in this session.
         if focus:
             # Two refreshes: the first lays the tab out (and delivers the Hide/Show events of a
             # view change, which would blur a widget focused before them).
+            self._focus_pending = tab_id
             self.call_after_refresh(self.call_after_refresh, self._focus_tab, tab_id)
 
+    def cancel_pending_focus(self) -> None:
+        """The user moved on (e.g. ctrl+n) before a tab took focus: it must not take it now,
+        or the keys typed next would land in the tab instead of where the user went."""
+        self._focus_pending = None
+
     def _focus_tab(self, tab_id: str) -> None:
+        if self._focus_pending != tab_id:
+            return
+        self._focus_pending = None
         tabs = self.query_one(TabbedContent)
         if tabs.active != tab_id:
             return

@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
 from tui.app.messages import while_attached
-from tui.app.panels.base import EnginePanel, format_score, format_source
+from tui.app.panels.base import EnginePanel, format_score, format_source, format_text_score
 from tui.engine.engine import MemoryEngine
 from tui.engine.search import Breakdown, SearchResponse, SearchResult, score_formula
 from tui.engine.textsearch import query_terms
@@ -30,15 +30,16 @@ SEARCH_DEBOUNCE_S = 0.25
 CONTEXT_LINES = 3
 
 COLUMNS = (
-    "score", "vector", "text (bm25)", "near", "update", "recency", "window", "conf", "source"
+    "score",
+    "vector",
+    "text (bm25)",
+    "near",
+    "update",
+    "recency",
+    "window",
+    "conf",
+    "source",
 )
-
-
-def format_text_score(text: float, bm25: float | None) -> str:
-    """``.61 (4.2)``: the text score and the raw bm25 rank; ``—`` without a text match."""
-    if bm25 is None or (text <= 0 and abs(bm25) < 1e-9):
-        return "—"
-    return f"{format_score(text)} ({bm25:.1f})"
 
 
 def term_pattern(query: str) -> re.Pattern[str] | None:
@@ -94,7 +95,11 @@ def describe_mode(response: SearchResponse, model_loaded: bool) -> Text:
 
 
 def first_match(
-    first_line: int, lines: list[str], start_line: int, end_line: int, pattern: re.Pattern[str] | None
+    first_line: int,
+    lines: list[str],
+    start_line: int,
+    end_line: int,
+    pattern: re.Pattern[str] | None,
 ) -> int:
     """The number of the chunk's first line where a query term occurs (its first line if none)."""
     if pattern is not None:

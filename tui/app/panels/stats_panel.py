@@ -43,7 +43,7 @@ def format_bytes(size: int) -> str:
 
 
 def describe_memory(stats: dict[str, object]) -> str:
-    """"113 MB · embedding helper 125 MB" (or "… stopped while idle"): the app's resident
+    """ "113 MB · embedding helper 125 MB" (or "… stopped while idle"): the app's resident
     memory and, when the model runs in a helper process, the helper's."""
     parts = []
     app = stats.get("memory_mb")

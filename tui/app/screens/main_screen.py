@@ -744,6 +744,7 @@ quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
         """Back to the message box (on a narrow screen, the chat comes back)."""
         self.view = "chat"
         self.remove_class("-show-sessions")
+        self.memory_panels.cancel_pending_focus()
         self.chat_pane.chat_input.focus()
 
     def action_focus_sessions(self) -> None:

@@ -36,7 +36,15 @@ from tui.chat.events import (
     TurnError,
     Usage,
 )
-from tui.chat.sessions import SessionError, Transcript
+from tui.chat.sessions import (
+    Compaction,
+    ErrorRecord,
+    SessionError,
+    ToolCall,
+    Transcript,
+    TurnInjection,
+)
+from tui.chat.sessions import Message as TranscriptMessage
 from tui.engine.inject import InjectionReport
 
 #: Messages of a resumed session rendered at most (older ones are summarised in one line).
@@ -66,8 +74,6 @@ def transcript_messages(
 ) -> tuple[list[ChatMessage], int]:
     """The transcript as chat widgets (tool calls with their results, errors, compactions),
     the last ``limit`` of them, and how many earlier ones were left out."""
-    records = transcript.records
-    results = {str(r.get("id")): r for r in records if r.get("type") == "tool_result"}
     silent_ids = {m.id for m in transcript.messages if m.silent}
     messages: list[ChatMessage] = []
     parts: list[Widget] | None = None
@@ -89,52 +95,40 @@ def transcript_messages(
             parts = []
         return parts
 
-    for record in records:
-        kind = record.get("type")
-        if kind == "message":
-            if record.get("silent"):
+    for item in transcript.timeline:
+        if isinstance(item, TranscriptMessage):
+            if item.silent:
                 continue
-            content = str(record.get("content") or "")
-            if record.get("role") == "user":
+            if item.role == "user":
                 close_answer()
-                messages.append(ChatMessage("user", content))
-            elif record.get("role") == "assistant":
+                messages.append(ChatMessage("user", item.content))
+            elif item.role == "assistant":
                 current = answer_parts()
-                if content:
-                    current.append(ChatMarkdown(content))
-                    texts.append(content)
-                if record.get("interrupted"):
+                if item.content:
+                    current.append(ChatMarkdown(item.content))
+                    texts.append(item.content)
+                if item.interrupted:
                     current.append(notice_part("(interrupted)"))
-                elif record.get("incomplete"):
+                elif item.incomplete:
                     current.append(notice_part("(answer cut short)"))
-        elif kind == "tool_call":
-            if str(record.get("message_id")) in silent_ids:
+        elif isinstance(item, ToolCall):
+            if item.message_id in silent_ids:
                 continue
-            arguments = record.get("input")
-            view = ToolCallView(
-                str(record.get("id")),
-                str(record.get("tool", "")),
-                arguments if isinstance(arguments, dict) else {},
-                raw_arguments=str(record.get("arguments") or ""),
-            )
-            result = results.get(str(record.get("id")))
+            view = ToolCallView(item.id, item.tool, item.input, raw_arguments=item.arguments)
+            result = transcript.tool_results.get(item.id)
             if result is not None:
-                output = result.get("output")
-                view.set_result(output if isinstance(output, dict) else {}, bool(result.get("ok")))
+                view.set_result(result.output, result.ok)
             answer_parts().append(view)
-        elif kind == "injection":
-            report = record.get("report")
-            if isinstance(report, dict):
-                meta = describe_turn(InjectionReport.from_json(report), {})
-        elif kind == "error":
-            answer_parts().append(
-                error_part(str(record.get("kind", "error")), str(record.get("message", "")))
-            )
-        elif kind == "compaction":
+        elif isinstance(item, TurnInjection):
+            if item.report:
+                meta = describe_turn(InjectionReport.from_json(item.report), {})
+        elif isinstance(item, ErrorRecord):
+            answer_parts().append(error_part(item.kind, item.message))
+        elif isinstance(item, Compaction):
+            dropped = item.dropped_messages if item.dropped_messages is not None else "older"
             answer_parts().append(
                 notice_part(
-                    f"(compacted: {record.get('dropped_messages', 'older')} earlier messages "
-                    "are now a summary for the model)"
+                    f"(compacted: {dropped} earlier messages are now a summary for the model)"
                 )
             )
     close_answer()
