@@ -231,40 +231,60 @@ class LLMSettings:
         return None
 
 
+#: The engine's defaults, which the ``[memory]`` settings of the same names start from.
+_SEARCH = SearchOptions()
+_INJECTION = InjectionOptions()
+
+
 @dataclass(frozen=True)
 class MemorySettings:
-    """``[memory]``: the workspace, what is searched and injected, and consolidation's reach."""
+    """``[memory]``: the workspace, what is searched and injected, and consolidation's reach.
+
+    The search and injection settings take their defaults from the engine's option types
+    (:class:`SearchOptions`, :class:`InjectionOptions`): each knob is defined once."""
 
     workspace: str | None = setting(
         None, "Memory workspace folder (default: the platform data dir)."
     )
     injection_budget: int = setting(
-        2000, "Tokens of memory injected into the system prompt per turn.", range=(0, 1_000_000)
+        _INJECTION.budget_tokens,
+        "Tokens of memory injected into the system prompt per turn.",
+        range=(0, 1_000_000),
     )
     memory_share: float = setting(
-        0.6,
+        _INJECTION.memory_share,
         "Largest share of the budget MEMORY.md takes when search results compete.",
         range=(0, 1),
     )
-    max_results: int = setting(6, "Search results per query.", range=(1, 1000))
-    min_score: float = setting(0.3, "Minimum relevance of a search result (0..1).", range=(0, 1))
+    max_results: int = setting(_SEARCH.max_results, "Search results per query.", range=(1, 1000))
+    min_score: float = setting(
+        _SEARCH.min_score, "Minimum relevance of a search result (0..1).", range=(0, 1)
+    )
     candidate_multiplier: int = setting(
-        4, "Candidates per method = max_results times this.", range=(1, 100)
+        _SEARCH.candidate_multiplier,
+        "Candidates per method = max_results times this.",
+        range=(1, 100),
     )
     vector_weight: float = setting(
-        0.7, "Weight of vector similarity in the hybrid score.", range=(0, 1000)
+        _SEARCH.vector_weight, "Weight of vector similarity in the hybrid score.", range=(0, 1000)
     )
     text_weight: float = setting(
-        0.3, "Weight of BM25 text relevance in the hybrid score.", range=(0, 1000)
+        _SEARCH.text_weight, "Weight of BM25 text relevance in the hybrid score.", range=(0, 1000)
     )
     half_life_days: float = setting(
-        30.0, "Age at which a daily-log entry's recency factor halves.", range=(0.01, 36_500)
+        _SEARCH.half_life_days,
+        "Age at which a daily-log entry's recency factor halves.",
+        range=(0.01, 36_500),
     )
-    decay: bool = setting(True, "Rank recent daily-log entries higher.")
-    mmr: bool = setting(False, "Diversify results (maximal marginal relevance).")
-    mmr_lambda: float = setting(0.7, "MMR trade-off: 1 = relevance only.", range=(0, 1))
+    decay: bool = setting(_SEARCH.decay, "Rank recent daily-log entries higher.")
+    mmr: bool = setting(_SEARCH.mmr, "Diversify results (maximal marginal relevance).")
+    mmr_lambda: float = setting(
+        _SEARCH.mmr_lambda, "MMR trade-off: 1 = relevance only.", range=(0, 1)
+    )
     threshold: float | None = setting(
-        None, "Threshold mode: every result above this relevance, no fixed cap.", range=(0, 1)
+        _SEARCH.threshold,
+        "Threshold mode: every result above this relevance, no fixed cap.",
+        range=(0, 1),
     )
     consolidate_max_days: int = setting(
         7,
@@ -273,23 +293,20 @@ class MemorySettings:
     )
 
     def search_options(self) -> SearchOptions:
-        """The engine's search knobs."""
-        return SearchOptions(
-            max_results=self.max_results,
-            min_score=self.min_score,
-            candidate_multiplier=self.candidate_multiplier,
-            vector_weight=self.vector_weight,
-            text_weight=self.text_weight,
-            half_life_days=self.half_life_days,
-            decay=self.decay,
-            mmr=self.mmr,
-            mmr_lambda=self.mmr_lambda,
-            threshold=self.threshold,
-        )
+        """The engine's search knobs: every setting that is a :class:`SearchOptions` field."""
+        return replace(_SEARCH, **{name: getattr(self, name) for name in _SEARCH_SETTINGS})
 
     def injection_options(self) -> InjectionOptions:
         """The engine's injection knobs."""
-        return InjectionOptions(budget_tokens=self.injection_budget, memory_share=self.memory_share)
+        return replace(
+            _INJECTION, budget_tokens=self.injection_budget, memory_share=self.memory_share
+        )
+
+
+#: The ``[memory]`` settings that are search knobs (a field of both types).
+_SEARCH_SETTINGS = tuple(
+    f.name for f in fields(MemorySettings) if f.name in {s.name for s in fields(SearchOptions)}
+)
 
 
 @dataclass(frozen=True)
@@ -462,7 +479,7 @@ def _record_fields() -> list[tuple[str, Any, Any]]:
                 default_factory=dict,
                 metadata={
                     "section": "prices",
-                    "doc": 'Model -> {input = USD, output = USD} per million tokens.',
+                    "doc": "Model -> {input = USD, output = USD} per million tokens.",
                 },
             ),
         )
@@ -565,8 +582,6 @@ def is_openai_url(url: str | None) -> bool:
         return True
     parts = urlsplit(url.strip())
     return parts.scheme == "https" and (parts.hostname or "").lower() == "api.openai.com"
-
-
 
 
 def _normal_url(url: str | None) -> str:

@@ -14,15 +14,15 @@ naming a time ("last week", "in May 2023") favours the daily logs of that window
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 
 import numpy as np
 
 from .index import ChunkRow, MemoryIndex
+from .search_links import LINK_WEIGHT, SUPERSEDED, update_links
 from .temporal import TimeIntent, parse_time_intent
-from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms, query_terms
+from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -318,6 +318,9 @@ def search(
     A chunk passes the ``min_score`` filter on its relevance (the hybrid score) or because it
     contains every content word of the query, so an exact keyword hit is never lost to a
     threshold above the text weight. Recency, time window and confidence then order what passed.
+
+    The stages: candidates (vector KNN, full text, the question's time window) → fuse (the
+    hybrid of each) → support (neighbours) and update links → score → select.
     """
     now = now or date.today()
     query = query.strip()
@@ -330,9 +333,57 @@ def search(
         intent = parse_time_intent(query, now) if options.decay else TimeIntent()
     response.intent = intent
     text_query = retrieval_text(query, intent)
-    threshold_mode = options.threshold is not None
-    pool = max(1, options.max_results * options.candidate_multiplier)
+    pool = _candidates(index, text_query, query_vector, intent, options, response)
+    if pool is None:
+        return response
+    _fuse(pool, index, text_query, options)
+    _lend_relevance(pool, index, text_query, intent, options, now)
+    scored = _score_all(pool, query, intent, options, now)
+    response.results = _select(index, scored, pool, options)
+    future = sorted(
+        {row.path for i, row in pool.rows.items() if i in pool.hybrids and _future(row, now)}
+    )
+    if future:
+        response.notes.append(
+            f"dated after today, so they never mark other entries as outdated: {', '.join(future)}"
+        )
+    return response
 
+
+@dataclass
+class _Pool:
+    """The candidates of one query and what each stage found out about them."""
+
+    query_vector: np.ndarray | None
+    #: How many candidates a ranked list contributes (unbounded with a threshold).
+    size: int
+    threshold_mode: bool
+    rows: dict[int, ChunkRow]
+    #: The candidates in the order they were found (text, vector, window).
+    order: list[int]
+    #: Raw bm25 rank of each full-text match.
+    text_hits: dict[int, float]
+    #: Cosine of each candidate with a vector (0..1 once fused).
+    vectors: dict[int, float]
+    texts: dict[int, float] = field(default_factory=dict)
+    hybrids: dict[int, float] = field(default_factory=dict)
+    support: dict[int, float] = field(default_factory=dict)
+    linked: dict[int, float] = field(default_factory=dict)
+    superseded: set[int] = field(default_factory=set)
+
+
+def _candidates(
+    index: MemoryIndex,
+    text_query: str,
+    query_vector: np.ndarray | None,
+    intent: TimeIntent,
+    options: SearchOptions,
+    response: SearchResponse,
+) -> _Pool | None:
+    """Stage 1: the nearest vectors, the full-text matches and the entries of the question's
+    time window, with their rows (None when nothing matched)."""
+    threshold_mode = options.threshold is not None
+    size = max(1, options.max_results * options.candidate_multiplier)
     vector_hits: dict[int, float] = {}
     if query_vector is not None:
         mirror = index.ensure_mirror()
@@ -343,104 +394,134 @@ def search(
         elif options.threshold is not None:
             vector_hits = dict(mirror.above(query_vector, options.threshold))
         else:
-            vector_hits = dict(mirror.knn(query_vector, pool))
+            vector_hits = dict(mirror.knn(query_vector, size))
     else:
         response.notes.append("embedding model not loaded: BM25 only")
     window_ids: list[int] = []
     if intent.window is not None:
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
-    text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else pool
+    text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
     text_hits = (
         dict(index.fts_candidates(text_query, text_limit, also=also))
         if has_content_terms(text_query) or intent.window is None
         else {}
     )
-
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
-        return response
+        return None
     if query_vector is not None:
         missing = [i for i in candidate_ids if i not in vector_hits]
         for chunk_id, stored in index.mirror.vectors_for(missing).items():
             vector_hits[chunk_id] = float(stored @ query_vector)
-    rows = index.chunks_by_id(candidate_ids)
-    texts = text_scores(
-        text_hits, options, index.query_idf(text_query) if options.text_norm == "idf" else 0.0
+    return _Pool(
+        query_vector=query_vector,
+        size=size,
+        threshold_mode=threshold_mode,
+        rows=index.chunks_by_id(candidate_ids),
+        order=candidate_ids,
+        text_hits=text_hits,
+        vectors=vector_hits,
     )
-    vectors = (
-        {i: max(0.0, min(1.0, v)) for i, v in vector_hits.items()}
-        if query_vector is not None
+
+
+def _fuse(pool: _Pool, index: MemoryIndex, text_query: str, options: SearchOptions) -> None:
+    """Stage 2: each candidate's text score and hybrid (weighted, or reciprocal rank fusion)."""
+    pool.texts = text_scores(
+        pool.text_hits, options, index.query_idf(text_query) if options.text_norm == "idf" else 0.0
+    )
+    pool.vectors = (
+        {i: max(0.0, min(1.0, v)) for i, v in pool.vectors.items()}
+        if pool.query_vector is not None
         else {}
     )
-    fused = rrf_scores(texts, vectors, options) if options.fusion == "rrf" and vectors else None
-
-    hybrids: dict[int, float] = {}
-    for chunk_id in candidate_ids:
-        if chunk_id in rows:
-            vector = vectors.get(chunk_id)
-            hybrids[chunk_id] = (
+    fused = (
+        rrf_scores(pool.texts, pool.vectors, options)
+        if options.fusion == "rrf" and pool.vectors
+        else None
+    )
+    for chunk_id in pool.order:
+        if chunk_id in pool.rows:
+            pool.hybrids[chunk_id] = (
                 fused.get(chunk_id, 0.0)
                 if fused is not None
-                else hybrid_score(vector, texts.get(chunk_id, 0.0), options)
+                else hybrid_score(
+                    pool.vectors.get(chunk_id), pool.texts.get(chunk_id, 0.0), options
+                )
             )
-    support: dict[int, float] = {}
-    if options.neighbour_weight > 0:
-        reach = len(hybrids) if threshold_mode else pool
-        support = _neighbour_support(index, rows, hybrids, options, reach)
-        _add_candidates(index, support, hybrids, vectors, query_vector, options)
 
-    floor = options.threshold if options.threshold is not None else options.min_score
-    linked: dict[int, float] = {}
-    superseded: set[int] = set()
+
+def _lend_relevance(
+    pool: _Pool,
+    index: MemoryIndex,
+    text_query: str,
+    intent: TimeIntent,
+    options: SearchOptions,
+    now: date,
+) -> None:
+    """Stage 3: relevance lent by neighbouring daily-log entries and along update links; the
+    entries that came in only that way join the pool."""
+    if options.neighbour_weight > 0:
+        reach = len(pool.hybrids) if pool.threshold_mode else pool.size
+        pool.support = _neighbour_support(index, pool.rows, pool.hybrids, options, reach)
+        _add_candidates(index, pool, pool.support, options)
     direction = _link_direction(intent, options)
     if direction is not None:
-        linked, superseded = _update_links(
-            index, rows, hybrids, support, text_query, direction, now
+        pool.linked, pool.superseded = update_links(
+            index, pool.rows, pool.hybrids, pool.support, text_query, direction, now
         )
-        _add_candidates(index, linked, hybrids, vectors, query_vector, options)
+        _add_candidates(index, pool, pool.linked, options)
+
+
+def _score_all(
+    pool: _Pool, query: str, intent: TimeIntent, options: SearchOptions, now: date
+) -> list[SearchResult]:
+    """Stage 4: the breakdown and score of each candidate that passes the floor (its relevance,
+    a keyword hit, or the question's time window), best first."""
+    floor = options.threshold if options.threshold is not None else options.min_score
     scored: list[SearchResult] = []
-    for chunk_id, hybrid in hybrids.items():
+    for chunk_id, hybrid in pool.hybrids.items():
+        support, linked = pool.support.get(chunk_id, 0.0), pool.linked.get(chunk_id, 0.0)
         if (
-            max(hybrid, support.get(chunk_id, 0.0), linked.get(chunk_id, 0.0)) < floor
-            and chunk_id not in text_hits  # no text match: no keyword hit either
+            max(hybrid, support, linked) < floor
+            and chunk_id not in pool.text_hits  # no text match: no keyword hit either
             and intent.window is None
         ):
             continue  # filtered below anyway; skip building its breakdown
-        row = rows[chunk_id]
-        vector = vectors.get(chunk_id) if query_vector is not None else None
         result = _score(
-            row,
-            text_hits.get(chunk_id),
-            texts.get(chunk_id, 0.0),
-            vector,
+            pool.rows[chunk_id],
+            pool.text_hits.get(chunk_id),
+            pool.texts.get(chunk_id, 0.0),
+            pool.vectors.get(chunk_id) if pool.query_vector is not None else None,
             hybrid,
-            support.get(chunk_id, 0.0),
+            support,
             query,
             intent,
             options,
             now,
-            linked=linked.get(chunk_id, 0.0),
-            superseded=SUPERSEDED if chunk_id in superseded else 1.0,
+            linked=linked,
+            superseded=SUPERSEDED if chunk_id in pool.superseded else 1.0,
         )
+        b = result.breakdown
         if (
-            result.breakdown.relevance >= floor
-            or result.breakdown.keyword_hit
-            or (result.breakdown.time_window == 1.0 and intent.window is not None)
+            b.relevance >= floor
+            or b.keyword_hit
+            or (b.time_window == 1.0 and intent.window is not None)
         ):
             scored.append(result)
     scored.sort(key=lambda r: (-r.score, r.path, r.start_line))
-    if options.mmr and query_vector is not None and len(scored) > 1:
-        scored = _mmr(
-            index, scored, options.mmr_lambda, None if threshold_mode else options.max_results
-        )
-    response.results = scored if threshold_mode else scored[: options.max_results]
-    future = sorted({rows[i].path for i in hybrids if i in rows and _future(rows[i], now)})
-    if future:
-        response.notes.append(
-            f"dated after today, so they never mark other entries as outdated: {', '.join(future)}"
-        )
-    return response
+    return scored
+
+
+def _select(
+    index: MemoryIndex, scored: list[SearchResult], pool: _Pool, options: SearchOptions
+) -> list[SearchResult]:
+    """Stage 5: the results returned: the best ``max_results`` (all, with a threshold),
+    diversified by maximal marginal relevance when asked."""
+    limit = None if pool.threshold_mode else options.max_results
+    if options.mmr and pool.query_vector is not None and len(scored) > 1:
+        scored = _mmr(index, scored, options.mmr_lambda, limit)
+    return scored if limit is None else scored[:limit]
 
 
 def _future(row: ChunkRow, now: date) -> bool:
@@ -494,20 +575,17 @@ def window_factor(day: date | None, intent: TimeIntent) -> float:
 
 
 def _add_candidates(
-    index: MemoryIndex,
-    lent: dict[int, float],
-    hybrids: dict[int, float],
-    vectors: dict[int, float],
-    query_vector: np.ndarray | None,
-    options: SearchOptions,
+    index: MemoryIndex, pool: _Pool, lent: dict[int, float], options: SearchOptions
 ) -> None:
     """Score the entries that only came in through ``lent`` relevance (no text match)."""
-    added = [i for i in lent if i not in hybrids]
-    if query_vector is not None and added:
+    added = [i for i in lent if i not in pool.hybrids]
+    if pool.query_vector is not None and added:
         for chunk_id, vector in index.mirror.vectors_for(added).items():
-            vectors[chunk_id] = max(0.0, min(1.0, float(vector @ query_vector)))
+            pool.vectors[chunk_id] = max(0.0, min(1.0, float(vector @ pool.query_vector)))
     for chunk_id in added:
-        hybrids[chunk_id] = hybrid_score(vectors.get(chunk_id), 0.0, options) if vectors else 0.0
+        pool.hybrids[chunk_id] = (
+            hybrid_score(pool.vectors.get(chunk_id), 0.0, options) if pool.vectors else 0.0
+        )
 
 
 def _neighbour_support(
@@ -543,32 +621,6 @@ def _neighbour_support(
     return support
 
 
-#: Update links (:func:`_update_links`): an entry that changes one of the best matches gets
-#: this share of its relevance; the entry it changed is multiplied by ``SUPERSEDED`` on a
-#: current-state question.
-LINK_WEIGHT = 0.9
-SUPERSEDED = 0.7
-#: Best matches whose updates are looked for, and the rarest words of each that name the thing
-#: that changed (in at most ``LINK_SHARE`` of entries, at least ``LINK_MIN_DOCS``).
-LINK_SEEDS = 3
-LINK_TERMS = 12
-LINK_SHARE = 0.01
-LINK_MIN_DOCS = 5
-#: Cosine between the two entries' vectors: a link by a shared rare word needs
-#: ``LINK_COSINE``; without one, ``LINK_STRONG`` and half the best match's own relevance.
-LINK_COSINE = 0.3
-LINK_STRONG = 0.55
-
-#: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya").
-_CHANGE = re.compile(
-    r"\b(?:switch(?:ed|ing)?|moved|moving|migrat\w*|replac\w*|instead|no longer|any ?more|"
-    r"sold|quit|stopped|changed|swapped|transferred|ditched|dropped|upgraded|now|slipped|"
-    r"postponed|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+)\b",
-    re.IGNORECASE,
-)
-_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
-
-
 def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:
     """Which way update links run: to newer entries for a current-state question, to older
     ones for a question about an earlier state ("before Zed", "my old dog"), else none."""
@@ -579,97 +631,6 @@ def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:
     if intent.past_state:
         return "older"
     return None
-
-
-def _rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str]:
-    """The rarest words of ``text`` that are not the query's: what names the thing itself
-    ("Vim", "ThinkPad", "LastPass") rather than the topic the question asked about."""
-    limit = max(LINK_MIN_DOCS, int(LINK_SHARE * index.doc_count()))
-    rare: set[tuple[int, str]] = set()
-    for term in query_terms(text):
-        word = term[0]
-        if len(term) != 1 or len(word) < 3 or not word.isalpha():
-            continue
-        if index.stem(word) in query_stems:
-            continue
-        docs = index.doc_count(word)
-        if docs <= limit:
-            rare.add((docs, word))
-    return {word for _, word in sorted(rare)[:LINK_TERMS]}
-
-
-def _date_by(row: ChunkRow, now: date) -> date | None:
-    """``row``'s date if it has one and it is not after ``now``, else None."""
-    return row.date if row.date is not None and row.date <= now else None
-
-
-def _update_links(
-    index: MemoryIndex,
-    rows: dict[int, ChunkRow],
-    hybrids: dict[int, float],
-    support: dict[int, float],
-    query: str,
-    direction: str,
-    now: date,
-) -> tuple[dict[int, float], set[int]]:
-    """Relevance lent along update links, and the entries a newer one changed. Entries dated
-    after ``now`` take no part: a log misdated into the future must not retire today's facts.
-
-    A fact that changed is written twice, months apart: "Uses Vim for everything", then
-    "Switched from Vim to Zed". The question ("which editor do I use now?") often matches the
-    old entry best. For each of the best dated matches, an entry on the ``direction`` side of
-    it (newer/older) is linked when it shares one of its rare words (or is very similar to it
-    and relevant by itself) and, going newer, tells of a change ("switched", "moved", "now",
-    "from X to Y"...); going older, the best match must tell of the change. Rows of linked
-    entries that were not candidates are added to ``rows``.
-    """
-    relevance = {i: max(h, support.get(i, 0.0)) for i, h in hybrids.items()}
-    seeds = sorted((i for i in relevance if _date_by(rows[i], now)), key=lambda i: -relevance[i])[
-        :LINK_SEEDS
-    ]
-    query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
-    linked: dict[int, float] = {}
-    superseded: set[int] = set()
-    words_of: dict[int, set[str]] = {}  # an entry's own words, read once for all seeds
-    for seed in seeds:
-        row = rows[seed]
-        row_date = _date_by(row, now)
-        if row_date is None or direction == "older" and not _CHANGE.search(row.text):
-            continue
-        rare = _rare_words(index, row.text, query_stems)
-        hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
-        rows.update(index.chunks_by_id([i for i in hits if i not in rows]))
-        others = [i for i in dict.fromkeys([*hits, *relevance]) if i in rows and i != seed]
-        vectors = index.mirror.vectors_for([seed, *others])
-        for chunk_id in others:
-            other = rows[chunk_id]
-            other_date = _date_by(other, now)
-            if other_date is None or other_date == row_date:
-                continue
-            if (other_date > row_date) != (direction == "newer"):
-                continue
-            if direction == "newer" and not _CHANGE.search(other.text):
-                continue
-            cosine = (
-                float(vectors[seed] @ vectors[chunk_id])
-                if seed in vectors and chunk_id in vectors
-                else 0.0
-            )
-            # Its own words, not its context: a unit's index text includes the entry before it.
-            if chunk_id not in words_of:
-                words_of[chunk_id] = {w.lower() for w in _WORDS.findall(other.text)}
-            shares_word = bool(rare & words_of[chunk_id])
-            similar = (
-                direction == "newer"
-                and cosine >= LINK_STRONG
-                and hybrids.get(chunk_id, 0.0) >= 0.5 * relevance[seed]
-            )
-            if not ((shares_word and cosine >= LINK_COSINE) or similar):
-                continue
-            linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
-            if direction == "newer":
-                superseded.add(seed)
-    return linked, superseded
 
 
 def _score(

@@ -1,0 +1,128 @@
+"""Update links: a fact that changed is written twice, months apart ("Uses Vim for
+everything", then "Switched from Vim to Zed"); on a question about now the newer entry is lent
+the old one's relevance and the old one is marked superseded, on a question about before the
+other way round. See :func:`update_links`."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from .index import ChunkRow, MemoryIndex
+from .textsearch import query_terms
+
+#: Update links (:func:`update_links`): an entry that changes one of the best matches gets
+#: this share of its relevance; the entry it changed is multiplied by ``SUPERSEDED`` on a
+#: current-state question.
+LINK_WEIGHT = 0.9
+SUPERSEDED = 0.7
+#: Best matches whose updates are looked for, and the rarest words of each that name the thing
+#: that changed (in at most ``LINK_SHARE`` of entries, at least ``LINK_MIN_DOCS``).
+LINK_SEEDS = 3
+LINK_TERMS = 12
+LINK_SHARE = 0.01
+LINK_MIN_DOCS = 5
+#: Cosine between the two entries' vectors: a link by a shared rare word needs
+#: ``LINK_COSINE``; without one, ``LINK_STRONG`` and half the best match's own relevance.
+LINK_COSINE = 0.3
+LINK_STRONG = 0.55
+
+#: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya").
+_CHANGE = re.compile(
+    r"\b(?:switch(?:ed|ing)?|moved|moving|migrat\w*|replac\w*|instead|no longer|any ?more|"
+    r"sold|quit|stopped|changed|swapped|transferred|ditched|dropped|upgraded|now|slipped|"
+    r"postponed|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+)\b",
+    re.IGNORECASE,
+)
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str]:
+    """The rarest words of ``text`` that are not the query's: what names the thing itself
+    ("Vim", "ThinkPad", "LastPass") rather than the topic the question asked about."""
+    limit = max(LINK_MIN_DOCS, int(LINK_SHARE * index.doc_count()))
+    rare: set[tuple[int, str]] = set()
+    for term in query_terms(text):
+        word = term[0]
+        if len(term) != 1 or len(word) < 3 or not word.isalpha():
+            continue
+        if index.stem(word) in query_stems:
+            continue
+        docs = index.doc_count(word)
+        if docs <= limit:
+            rare.add((docs, word))
+    return {word for _, word in sorted(rare)[:LINK_TERMS]}
+
+
+def date_by(row: ChunkRow, now: date) -> date | None:
+    """``row``'s date if it has one and it is not after ``now``, else None."""
+    return row.date if row.date is not None and row.date <= now else None
+
+
+def update_links(
+    index: MemoryIndex,
+    rows: dict[int, ChunkRow],
+    hybrids: dict[int, float],
+    support: dict[int, float],
+    query: str,
+    direction: str,
+    now: date,
+) -> tuple[dict[int, float], set[int]]:
+    """Relevance lent along update links, and the entries a newer one changed. Entries dated
+    after ``now`` take no part: a log misdated into the future must not retire today's facts.
+
+    A fact that changed is written twice, months apart: "Uses Vim for everything", then
+    "Switched from Vim to Zed". The question ("which editor do I use now?") often matches the
+    old entry best. For each of the best dated matches, an entry on the ``direction`` side of
+    it (newer/older) is linked when it shares one of its rare words (or is very similar to it
+    and relevant by itself) and, going newer, tells of a change ("switched", "moved", "now",
+    "from X to Y"...); going older, the best match must tell of the change. Rows of linked
+    entries that were not candidates are added to ``rows``.
+    """
+    relevance = {i: max(h, support.get(i, 0.0)) for i, h in hybrids.items()}
+    seeds = sorted((i for i in relevance if date_by(rows[i], now)), key=lambda i: -relevance[i])[
+        :LINK_SEEDS
+    ]
+    query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
+    linked: dict[int, float] = {}
+    superseded: set[int] = set()
+    words_of: dict[int, set[str]] = {}  # an entry's own words, read once for all seeds
+    for seed in seeds:
+        row = rows[seed]
+        row_date = date_by(row, now)
+        if row_date is None or direction == "older" and not _CHANGE.search(row.text):
+            continue
+        rare = rare_words(index, row.text, query_stems)
+        hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
+        rows.update(index.chunks_by_id([i for i in hits if i not in rows]))
+        others = [i for i in dict.fromkeys([*hits, *relevance]) if i in rows and i != seed]
+        vectors = index.mirror.vectors_for([seed, *others])
+        for chunk_id in others:
+            other = rows[chunk_id]
+            other_date = date_by(other, now)
+            if other_date is None or other_date == row_date:
+                continue
+            if (other_date > row_date) != (direction == "newer"):
+                continue
+            if direction == "newer" and not _CHANGE.search(other.text):
+                continue
+            cosine = (
+                float(vectors[seed] @ vectors[chunk_id])
+                if seed in vectors and chunk_id in vectors
+                else 0.0
+            )
+            # Its own words, not its context: a unit's index text includes the entry before it.
+            if chunk_id not in words_of:
+                words_of[chunk_id] = {w.lower() for w in _WORDS.findall(other.text)}
+            shares_word = bool(rare & words_of[chunk_id])
+            similar = (
+                direction == "newer"
+                and cosine >= LINK_STRONG
+                and hybrids.get(chunk_id, 0.0) >= 0.5 * relevance[seed]
+            )
+            if not ((shares_word and cosine >= LINK_COSINE) or similar):
+                continue
+            linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
+            if direction == "newer":
+                superseded.add(seed)
+    return linked, superseded
