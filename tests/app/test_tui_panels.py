@@ -17,13 +17,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rich.text import Text
-from support.pilot import WAIT_S, fixed_clock, wait_until
+from support.pilot import WAIT_S, PanelHost, fixed_clock, wait_until
 from support.workspaces import write_workspace
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static, Tree
 
 from tui.app.messages import MemoryChanged
@@ -89,21 +88,6 @@ def bm25_engine(tmp_path: Path) -> Iterator[MemoryEngine]:
     eng.sync()
     yield eng
     eng.close()
-
-
-class PanelHost(App[None]):
-    """Mounts one widget, with cursor blink off so screenshots are stable."""
-
-    def __init__(self, make_widget: Callable[[], Widget]) -> None:
-        super().__init__()
-        self._make_widget = make_widget
-
-    def compose(self) -> ComposeResult:
-        yield self._make_widget()
-
-    def on_mount(self) -> None:
-        for widget in self.query("Input, TextArea"):
-            widget.cursor_blink = False  # type: ignore[attr-defined]
 
 
 class DraftHost(PanelHost):
@@ -855,8 +839,10 @@ async def test_after_the_helper_s_idle_exit_the_preview_comes_at_once_then_hybri
             # ...then built again, hybrid, once it is up
             await wait_until(
                 pilot,
-                lambda: panel.injection is not injection
-                and MODEL_STARTING not in panel.injection.report.notes,
+                lambda: (
+                    panel.injection is not injection
+                    and MODEL_STARTING not in panel.injection.report.notes
+                ),
                 "the preview rebuilt once the model is up",
             )
             assert engine.model_ready_now and helper.starts == 2

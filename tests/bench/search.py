@@ -73,7 +73,8 @@ from tui.engine.chunker import ChunkParams, chunk_markdown, embed_text  # noqa: 
 from tui.engine.embeddings import Embedder, count_tokens_batch, load_tokenizer  # noqa: E402
 from tui.engine.engine import MemoryEngine  # noqa: E402
 from tui.engine.fileio import sha256_text  # noqa: E402
-from tui.engine.index import MemoryIndex, connect  # noqa: E402
+from tui.engine.index import MemoryIndex  # noqa: E402
+from tui.engine.index_db import connect  # noqa: E402
 from tui.engine.search import search  # noqa: E402
 from tui.engine.textsearch import build_match_query, query_terms  # noqa: E402
 from tui.engine.vectors import EXACT_BELOW  # noqa: E402

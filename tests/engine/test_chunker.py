@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tui.engine.chunker import ChunkParams, chunk_markdown, parse_heading
@@ -205,6 +205,17 @@ def test_every_line_is_in_exactly_one_unit_or_its_context(lines):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(markdown_line, max_size=60))
+@example(
+    lines=[
+        "# aab ayybxbxb",
+        "```",
+        "# aabxbxzb",
+        "# a aaxbxb",
+        "# ayb ayyb",
+        "- bdgaaabdgabgdgj",
+        "- aaaaaaaaaaaaaaaaaaaa",
+    ]
+)  # a heading over a block past the target was in no window (found by hypothesis)
 def test_chunks_cover_every_line_and_ranges_are_valid(lines):
     text = "\n".join(lines)
     params = ChunkParams(target_tokens=60, overlap_tokens=10, units=False)

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tui.engine.index import CACHE_MAX_ENTRIES, MemoryIndex, connect
+from tui.engine.index import CACHE_MAX_ENTRIES, MemoryIndex
+from tui.engine.index_db import connect
 from tui.engine.workspace import Workspace
 
 DIMS = 8

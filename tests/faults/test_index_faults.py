@@ -21,7 +21,8 @@ from support.chat_support import ROOT, memdeck_env, run_memdeck, start_memdeck
 
 from tui.engine.embeddings import Embedder, count_tokens_batch
 from tui.engine.engine import MemoryEngine
-from tui.engine.index import IndexLockedError, MemoryIndex, _IndexReplaced
+from tui.engine.index import MemoryIndex
+from tui.engine.index_db import IndexLockedError, _IndexReplaced
 from tui.engine.workspace import Workspace
 
 #: Upper bound for anything a test waits for; a hang fails instead of blocking forever.
@@ -364,7 +365,7 @@ def test_bad_numbers_as_a_process(tmp_path: Path) -> None:
 
 
 async def test_editor_save_refused_by_the_path_guard_says_why(tmp_path: Path) -> None:
-    from test_tui_panels import SIZE, PanelHost, text_of, wait_until
+    from support.pilot import PanelHost, text_of, wait_until
     from textual.widgets import Static
 
     from tui.app.panels import MemoryEditor
@@ -377,7 +378,7 @@ async def test_editor_save_refused_by_the_path_guard_says_why(tmp_path: Path) ->
     engine = MemoryEngine(root)
     app = PanelHost(lambda: MemoryEditor(engine))
     try:
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=(100, 30)) as pilot:
             editor = app.query_one(MemoryEditor)
             status = editor.query_one("#memory-status", Static)
             await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md read")

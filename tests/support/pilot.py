@@ -15,7 +15,9 @@ from rich.console import Console
 from support.chat_support import make_config
 from support.fakeopenai import FakeOpenAI
 from support.workspaces import write_workspace
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.app.app import MemdeckApp
@@ -46,6 +48,21 @@ def text_of(widget: Static) -> str:
     console = Console(width=120, record=True, color_system=None, file=io.StringIO())
     console.print(widget.content)
     return console.export_text()
+
+
+class PanelHost(App[None]):
+    """Mounts one widget, with cursor blink off so screenshots are stable."""
+
+    def __init__(self, make_widget: Callable[[], Widget]) -> None:
+        super().__init__()
+        self._make_widget = make_widget
+
+    def compose(self) -> ComposeResult:
+        yield self._make_widget()
+
+    def on_mount(self) -> None:
+        for widget in self.query("Input, TextArea"):
+            widget.cursor_blink = False  # type: ignore[attr-defined]
 
 
 # -- a small app over a fresh workspace (the fault tests) ------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import __version__
 from ..engine.embeddings import EmbeddingError
 from ..engine.fileio import ConcurrentEditError
-from ..engine.index import DatabaseError, IndexLockedError, is_busy
+from ..engine.index_db import DatabaseError, IndexLockedError, is_busy
 from ..engine.workspace import WorkspaceError, default_workspace
 from . import chat, memory
 from .registry import CliError, Command

@@ -39,7 +39,7 @@ class ChunkParams:
     def fingerprint(self) -> str:
         if self.units:
             return f"md-units-v4:{self.target_tokens}/{self.context_entries}"
-        return f"md-v1:{self.target_tokens}/{self.overlap_tokens}"
+        return f"md-v2:{self.target_tokens}/{self.overlap_tokens}"
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,9 @@ def chunk_markdown(
             new_since_emit = False
             continue
         total = sum(b.tokens for b in group)
-        if group and total + block.tokens > target:
+        # Headings alone stay with the block under them, even past the target: emitting
+        # nothing and carrying no heading would leave them in no chunk.
+        if group and total + block.tokens > target and not all(b.is_heading for b in group):
             emit()
             # Carry trailing blocks as overlap, but only whole blocks and never past the budget.
             carried: list[_Block] = []

@@ -1,0 +1,162 @@
+"""SQLite plumbing of the index: opening a connection (sqlite-vec loaded, WAL, a private file),
+the schema, transactions, and telling a busy database from an unusable file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import sqlean as sqlite3
+import sqlite_vec
+
+#: FTS5 tokenizer of the chunk text: porter stemming over unicode61 (CJK is spelled as bigrams).
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+#: How long a connection waits for another one's write lock before giving up (seconds).
+DEFAULT_BUSY_TIMEOUT = 5.0
+
+DatabaseError = sqlite3.DatabaseError
+
+# SQLite result codes (the low byte of an extended code).
+_SQLITE_ERROR, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CORRUPT, _SQLITE_NOTADB = 1, 5, 6, 11, 26
+
+
+class IndexLockedError(Exception):
+    """Another connection held the index's lock for longer than the busy timeout.
+
+    A lock is never a reason to move the file aside: the file is fine, someone is using it.
+    """
+
+
+class _IndexReplaced(RuntimeError):
+    """The index file was swapped (a rebuild elsewhere) under an open write: redo it on the new one."""
+
+
+def _error_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for "database is locked" / "database table is locked" (SQLITE_BUSY, SQLITE_LOCKED)."""
+    code = _error_code(exc)
+    if code is not None:
+        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower()
+
+
+def is_unusable_file(exc: BaseException) -> bool:
+    """True when the file itself is bad: corrupt, not a database, or a database whose schema is
+    not the index's (SQLITE_ERROR while opening). Busy, I/O, permission and full-disk errors are not."""
+    code = _error_code(exc)
+    if code is not None:
+        return code in (_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_ERROR)
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``path`` now (None when there is none)."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def finite_vector(blob: bytes) -> bool:
+    """Whether a stored float32 vector holds only finite numbers (NaN poisons every score)."""
+    return bool(np.isfinite(np.frombuffer(blob, dtype=np.float32)).all())
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file readable only by the user before SQLite does (SQLite gives its
+    -wal and -shm files the database's mode). An index left readable by others is tightened:
+    it holds the text of every memory."""
+    if str(path) == ":memory:":
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)
+    except OSError:
+        pass  # SQLite says what is wrong when it opens it
+
+
+def connect(path: Path | str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
+    """Open a connection with sqlite-vec loaded and the pragmas the index relies on.
+
+    ``busy_timeout`` (seconds) is how long a statement waits for another connection's lock
+    before failing with "database is locked".
+    """
+    _create_private(Path(path))
+    conn = sqlite3.connect(
+        str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = OFF")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _schema(dims: int) -> list[str]:
+    return [
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS files (
+            path TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime REAL NOT NULL, size INTEGER NOT NULL,
+            warning TEXT)""",
+        """CREATE TABLE IF NOT EXISTS chunks (
+            id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL,
+            date TEXT, confidence TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'active',
+            entry_ids TEXT NOT NULL DEFAULT '', embedded INTEGER NOT NULL DEFAULT 0,
+            context TEXT NOT NULL DEFAULT '')""",
+        "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
+        "CREATE INDEX IF NOT EXISTS chunks_date ON chunks(date) WHERE date IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(embedded) WHERE embedded = 0",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = '{FTS_TOKENIZER}')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row')",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
+        """CREATE TABLE IF NOT EXISTS embedding_cache (
+            model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL,
+            last_used INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model, hash))""",
+    ]
+
+
+def _stored_generation(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    try:
+        return int(row[0]) if row else 0
+    except ValueError:
+        return 0
+
+
+def _next_cache_stamp(conn: sqlite3.Connection) -> int:
+    """A recency stamp newer than every cache entry's (a counter: clocks can go backwards)."""
+    return int(
+        conn.execute("SELECT coalesce(max(last_used), 0) + 1 FROM embedding_cache").fetchone()[0]
+    )
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
