@@ -239,7 +239,7 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, 
     rebuilt = MemoryEngine(root, embedder=embedder, chunk_params=windows)
     rebuilt.load_model()
     report = rebuilt.sync()
-    assert "chunker=md-v1:24/4" in rebuilt.stats()["fingerprint"]
+    assert "chunker=md-v2:24/4" in rebuilt.stats()["fingerprint"]
     assert report.files_changed == len(DAILY) + 1
     assert (
         rebuilt.search("holiday travel to Portugal", now=NOW, min_score=0).results[0].path
