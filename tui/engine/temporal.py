@@ -116,14 +116,27 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from calendar import monthrange
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import lru_cache
 
+from .calendar_windows import (
+    Occurrence,
+    Window,
+    add_months,
+    easter_sunday,
+    holiday_occurrence,
+    monday_of,
+    month_window,
+    resolve,
+    shift_months,
+    thanksgiving,
+    year_window,
+)
+
 __all__ = ["TimeIntent", "easter_sunday", "parse_time_intent", "thanksgiving"]
 
-Window = tuple[date, date]
 
 #: Patterns run on an ASCII-lowercased copy of the query (same length), so no IGNORECASE.
 _FLAGS = re.ASCII
@@ -156,83 +169,6 @@ class TimeIntent:
             "past_state": self.past_state,
             "first_person": self.first_person,
         }
-
-
-# ---------------------------------------------------------------------------------------------
-# Calendar helpers
-
-
-def easter_sunday(year: int) -> date:
-    """Western Easter Sunday by the anonymous Gregorian algorithm."""
-    a = year % 19
-    b, c = divmod(year, 100)
-    d, e = divmod(b, 4)
-    f = (b + 8) // 25
-    g = (b - f + 1) // 3
-    h = (19 * a + b - d - g + 15) % 30
-    i, k = divmod(c, 4)
-    weekday = (32 + 2 * e + 2 * i - h - k) % 7
-    m = (a + 11 * h + 22 * weekday) // 451
-    month, day = divmod(h + weekday - 7 * m + 114, 31)
-    return date(year, month, day + 1)
-
-
-def thanksgiving(year: int) -> date:
-    """US Thanksgiving: the fourth Thursday of November."""
-    first = date(year, 11, 1)
-    return first + timedelta(days=(3 - first.weekday()) % 7 + 21)
-
-
-def _month_window(year: int, month: int) -> Window:
-    return date(year, month, 1), date(year, month, monthrange(year, month)[1])
-
-
-def _add_months(year: int, month: int, delta: int) -> tuple[int, int]:
-    index = year * 12 + month - 1 + delta
-    return index // 12, index % 12 + 1
-
-
-def _shift_months(day: date, delta: int) -> date:
-    year, month = _add_months(day.year, day.month, delta)
-    return date(year, month, min(day.day, monthrange(year, month)[1]))
-
-
-def _monday(day: date) -> date:
-    return day - timedelta(days=day.weekday())
-
-
-def _year_window(year: int) -> Window:
-    return date(year, 1, 1), date(year, 12, 31)
-
-
-Occurrence = Callable[[int], Window]
-
-
-def _occurrences(occurrence: Occurrence, labels: range) -> Iterator[tuple[int, Window]]:
-    """(label, window) for each label whose occurrence exists (Feb 29 needs a leap year)."""
-    for label in labels:
-        try:
-            yield label, occurrence(label)
-        except (ValueError, OverflowError):
-            continue
-
-
-@lru_cache(maxsize=4096)
-def _resolve(occurrence: Occurrence, mode: str, now: date) -> Window | None:
-    """Pick an occurrence of a yearly period by the module's occurrence rules."""
-    if mode == "this":
-        found = list(_occurrences(occurrence, range(now.year - 1, now.year + 2)))
-        for _, (start, end) in found:
-            if start <= now <= end:
-                return start, end
-        return next((w for label, w in found if label == now.year), None)
-    if mode == "next":
-        upcoming = _occurrences(occurrence, range(now.year - 1, now.year + 10))
-        return next((w for _, w in upcoming if w[0] > now), None)
-    past = _occurrences(occurrence, range(now.year + 1, now.year - 10, -1))
-    if mode == "last":
-        return next((w for _, w in past if w[1] < now), None)
-    return next((w for _, w in past if w[0] <= now), None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,14 +294,14 @@ def _ago(m: re.Match[str], now: date) -> _Hit:
     if unit == "day":
         window = now - timedelta(days=hi), now - timedelta(days=lo)
     elif unit == "week":
-        monday = _monday(now)
+        monday = monday_of(now)
         window = monday - timedelta(weeks=hi), monday - timedelta(weeks=lo) + timedelta(days=6)
     elif unit == "month":
-        first = _add_months(now.year, now.month, -hi)
-        last = _add_months(now.year, now.month, -lo)
-        window = _month_window(*first)[0], _month_window(*last)[1]
+        first = add_months(now.year, now.month, -hi)
+        last = add_months(now.year, now.month, -lo)
+        window = month_window(*first)[0], month_window(*last)[1]
     else:
-        window = _year_window(now.year - hi)[0], _year_window(now.year - lo)[1]
+        window = year_window(now.year - hi)[0], year_window(now.year - lo)[1]
     return _hit(m, window, rank=1 if lo == hi else 2)
 
 
@@ -381,11 +317,11 @@ def _last_unit(m: re.Match[str], now: date) -> _Hit | None:
         if m.group("pl") or unit == "day":
             return None
         if unit == "week":
-            monday = _monday(now)
+            monday = monday_of(now)
             return _hit(m, (monday - timedelta(days=7), monday - timedelta(days=1)))
         if unit == "month":
-            return _hit(m, _month_window(*_add_months(now.year, now.month, -1)))
-        return _hit(m, _year_window(now.year - 1))
+            return _hit(m, month_window(*add_months(now.year, now.month, -1)))
+        return _hit(m, year_window(now.year - 1))
     if m.group("n") is None and (m.group("pl") or (unit == "day" and which != "past")):
         return None  # "the past weeks" is too vague; "the last day" of something is not a date
     n = _count_upper(m.group("n")) if m.group("n") else 1
@@ -394,9 +330,9 @@ def _last_unit(m: re.Match[str], now: date) -> _Hit | None:
     elif unit == "week":
         start = now - timedelta(weeks=n)
     elif unit == "month":
-        start = _shift_months(now, -n)
+        start = shift_months(now, -n)
     else:
-        start = _shift_months(now, -12 * n)
+        start = shift_months(now, -12 * n)
     return _hit(m, (start, now), rank=2)
 
 
@@ -405,16 +341,16 @@ def _this_unit(m: re.Match[str], now: date) -> _Hit:
     unit = m.group("u").lower()
     if m.group("w").lower() == "this":
         if unit == "week":
-            return _hit(m, (_monday(now), now))
+            return _hit(m, (monday_of(now), now))
         if unit == "month":
             return _hit(m, (now.replace(day=1), now))
         return _hit(m, (date(now.year, 1, 1), now))
     if unit == "week":
-        monday = _monday(now) + timedelta(days=7)
+        monday = monday_of(now) + timedelta(days=7)
         return _hit(m, (monday, monday + timedelta(days=6)))
     if unit == "month":
-        return _hit(m, _month_window(*_add_months(now.year, now.month, 1)))
-    return _hit(m, _year_window(now.year + 1))
+        return _hit(m, month_window(*add_months(now.year, now.month, 1)))
+    return _hit(m, year_window(now.year + 1))
 
 
 @_rule(r"\b(?:(?P<w>last|this|next|the|past) )?weekend\b")
@@ -422,7 +358,7 @@ def _weekend(m: re.Match[str], now: date) -> _Hit | None:
     which = (m.group("w") or "").lower()
     if not which:
         return None
-    saturday = _monday(now) + timedelta(days=5)
+    saturday = monday_of(now) + timedelta(days=5)
     if which in ("last", "past"):
         saturday -= timedelta(days=7)
     elif which == "next":
@@ -442,7 +378,7 @@ def _weekday(m: re.Match[str], now: date) -> _Hit | None:
         return None
     target = _WEEKDAY_NUM[m.group("d").lower()]
     if which == "this":
-        day = _monday(now) + timedelta(days=target)
+        day = monday_of(now) + timedelta(days=target)
     elif which == "next":
         day = _next_weekday(now, target)
     else:
@@ -480,7 +416,7 @@ def _month_day_hit(m: re.Match[str], now: date) -> _Hit | None:
         hit = _hit(m, occurrence(year), rank=0)
         hit.year = year
         return hit
-    window = _resolve(occurrence, "in", now)
+    window = resolve(occurrence, "in", now)
     if window is None:
         return None
     hit = _hit(m, window, rank=0)
@@ -508,12 +444,12 @@ def _on_the_nth(m: re.Match[str], now: date) -> _Hit | None:
         if day <= monthrange(year, month)[1] and date(year, month, day) <= now:
             d = date(year, month, day)
             return _hit(m, (d, d), rank=0)
-        year, month = _add_months(year, month, -1)
+        year, month = add_months(year, month, -1)
     return None
 
 
 def _part_of_month(year: int, month: int, part: str) -> Window:
-    start, end = _month_window(year, month)
+    start, end = month_window(year, month)
     if part == "early":
         return start, start.replace(day=10)
     if part == "mid":
@@ -558,7 +494,7 @@ def _month_qualified(m: re.Match[str], now: date) -> _Hit | None:
     part = (m.group("q") or (pre if pre in ("early", "mid", "late") else "")).lower()
     occurrence = _month_occurrence(_MONTH_NUM[name], part)
     mode = pre if pre in ("last", "this", "next") else "in"
-    window = _resolve(occurrence, mode, now)
+    window = resolve(occurrence, mode, now)
     if window is None:
         return None
     hit = _hit(m, window, core=None if mode != "in" else "m")
@@ -571,7 +507,7 @@ def _month_qualified(m: re.Match[str], now: date) -> _Hit | None:
 @_rule(r"\b(?P<m>" + _M_BARE + r")\b(?!')")
 def _month_bare(m: re.Match[str], now: date) -> _Hit | None:
     occurrence = _month_occurrence(_MONTH_NUM[m.group("m").lower()], "")
-    window = _resolve(occurrence, "in", now)
+    window = resolve(occurrence, "in", now)
     if window is None:
         return None
     hit = _hit(m, window)
@@ -586,9 +522,9 @@ def _season_occurrence(season: str, part: str) -> Occurrence:
 
     def occurrence(year: int) -> Window:
         if offset is not None:
-            return _month_window(*_add_months(year, first, offset))
-        start = _month_window(year, first)[0]
-        return start, _month_window(*_add_months(year, first, 2))[1]
+            return month_window(*add_months(year, first, offset))
+        start = month_window(year, first)[0]
+        return start, month_window(*add_months(year, first, 2))[1]
 
     return occurrence
 
@@ -619,79 +555,12 @@ def _season(m: re.Match[str], now: date) -> _Hit | None:
         hit = _hit(m, occurrence(int(year)), core=core)
         hit.year = int(year)
         return hit
-    window = _resolve(occurrence, mode, now)
+    window = resolve(occurrence, mode, now)
     if window is None:
         return None
     hit = _hit(m, window, core=core)
     hit.rebuild = occurrence
     return hit
-
-
-@lru_cache(maxsize=256)
-def _fixed(month: int, day: int) -> Occurrence:
-    def occurrence(year: int) -> Window:
-        d = date(year, month, day)
-        return d, d
-
-    return occurrence
-
-
-def _christmas(year: int) -> Window:
-    return date(year, 12, 24), date(year, 12, 26)
-
-
-def _new_year(year: int) -> Window:
-    return date(year - 1, 12, 31), date(year, 1, 1)
-
-
-def _easter(year: int) -> Window:
-    sunday = easter_sunday(year)
-    return sunday - timedelta(days=2), sunday + timedelta(days=1)
-
-
-@lru_cache(maxsize=256)
-def _easter_day(offset: int) -> Occurrence:
-    def occurrence(year: int) -> Window:
-        d = easter_sunday(year) + timedelta(days=offset)
-        return d, d
-
-    return occurrence
-
-
-def _thanksgiving(year: int) -> Window:
-    d = thanksgiving(year)
-    return d, d
-
-
-def _holiday_occurrence(name: str) -> Occurrence:
-    name = name.lower().replace("'", "")
-    if name == "christmas eve":
-        return _fixed(12, 24)
-    if name == "christmas day":
-        return _fixed(12, 25)
-    if name in ("christmas", "xmas"):
-        return _christmas
-    if name.startswith("new year") and name.endswith("eve"):
-        return _fixed(12, 31)
-    if name.startswith("new year") and name.endswith("day"):
-        return _fixed(1, 1)
-    if name.startswith("new year"):
-        return _new_year
-    if name == "halloween":
-        return _fixed(10, 31)
-    if name.startswith("valentine"):
-        return _fixed(2, 14)
-    if name == "thanksgiving":
-        return _thanksgiving
-    if name == "easter sunday":
-        return _easter_day(0)
-    if name == "easter monday":
-        return _easter_day(1)
-    if name == "good friday":
-        return _easter_day(-2)
-    if name == "easter":
-        return _easter
-    return _fixed(7, 4)  # independence day, fourth of july
 
 
 _HOLIDAYS = (
@@ -706,7 +575,7 @@ _HOLIDAYS = (
     r"during|around|by)(?: the)? )?(?P<h>" + _HOLIDAYS + r")(?![a-z0-9'])(?:,? (?P<y>\d{4})\b)?"
 )
 def _holiday(m: re.Match[str], now: date) -> _Hit | None:
-    occurrence = _holiday_occurrence(m.group("h"))
+    occurrence = holiday_occurrence(m.group("h"))
     pre = (m.group("pre") or "").lower()
     mode = pre if pre in ("last", "this", "next") else "in"
     core = None if mode != "in" else "h"
@@ -715,7 +584,7 @@ def _holiday(m: re.Match[str], now: date) -> _Hit | None:
         hit = _hit(m, occurrence(year), core=core)
         hit.year = year
         return hit
-    window = _resolve(occurrence, mode, now)
+    window = resolve(occurrence, mode, now)
     if window is None:
         return None
     hit = _hit(m, window, core=core)
@@ -743,7 +612,7 @@ def _us_date(m: re.Match[str], now: date) -> _Hit:
 @_rule(r"\b(?P<y>\d{4})-(?P<m>\d{2})\b(?![-/]\d)")
 def _iso_month(m: re.Match[str], now: date) -> _Hit:
     year = int(m.group("y"))
-    hit = _hit(m, _month_window(year, int(m.group("m"))), rank=0)
+    hit = _hit(m, month_window(year, int(m.group("m"))), rank=0)
     hit.year = year
     return hit
 
@@ -762,7 +631,7 @@ def _year(m: re.Match[str], now: date) -> _Hit | None:
     year = int(m.group("y"))
     if not 1800 <= year <= now.year + 10:
         return None
-    hit = _hit(m, _year_window(year), core="y")
+    hit = _hit(m, year_window(year), core="y")
     hit.year = year
     return hit
 
@@ -771,7 +640,7 @@ def _year(m: re.Match[str], now: date) -> _Hit | None:
 def _part_of_year(m: re.Match[str], now: date) -> _Hit:
     year = int(m.group("y"))
     first = {"early": 1, "mid": 5, "late": 9}[m.group("q")]
-    hit = _hit(m, (date(year, first, 1), _month_window(year, first + 3)[1]))
+    hit = _hit(m, (date(year, first, 1), month_window(year, first + 3)[1]))
     hit.year = year
     return hit
 
