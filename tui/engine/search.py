@@ -315,12 +315,9 @@ def search(
     that named a time window are left out of the full-text query, since the window itself
     selects the entries (``query_vector`` should be of :func:`retrieval_text` likewise).
 
-    A chunk passes the ``min_score`` filter on its relevance (the hybrid score) or because it
-    contains every content word of the query, so an exact keyword hit is never lost to a
-    threshold above the text weight. Recency, time window and confidence then order what passed.
-
-    The stages: candidates (vector KNN, full text, the question's time window) → fuse (the
-    hybrid of each) → support (neighbours) and update links → score → select.
+    A chunk passes ``min_score`` on its relevance or by containing every content word of the
+    query (a keyword hit is never lost to the threshold). Stages: candidates (vector KNN, full
+    text, the time window) → fuse → lend relevance (neighbours, update links) → score → select.
     """
     now = now or date.today()
     query = query.strip()
