@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
@@ -31,6 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
+from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
 from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
@@ -53,20 +53,6 @@ if TYPE_CHECKING:
 #: Index progress messages are posted at most this often (seconds).
 PROGRESS_INTERVAL = 0.1
 
-#: Screen widths (columns) at which the layout changes: below ``-medium`` the chat and the
-#: memory panels share the screen (one at a time, ctrl+t flips); below ``-wide`` the session
-#: list collapses (the palette's "Show sessions" brings it back over the chat).
-BREAKPOINTS = [(0, "-narrow"), (88, "-medium"), (120, "-wide")]
-
-#: Memory tabs with a key of their own: (tab id, key, footer label).
-TAB_KEYS = (
-    ("inject", "f2", "inject"),
-    ("search", "f3", "search"),
-    ("daily", "f4", "daily"),
-    ("memory", "f5", "MEMORY"),
-    ("stats", "f6", "stats"),
-)
-
 
 def describe_outcome(outcome: FlushOutcome) -> str:
     """``logged 4 messages, 1 fact → memory/2026-11-22.md`` (a flush for the stats panel)."""
@@ -81,81 +67,10 @@ class MainScreen(Screen[None]):
     # Its stylesheet is main_screen.tcss beside this module, loaded by the app (Textual reads
     # CSS_PATH of pushed screens, not of the default screen).
 
-    HELP = """\
-## memdeck
-
-A chat whose assistant remembers. Left: your sessions. Centre: the conversation. Right: the
-memory behind it — what the next message injects, search with the score breakdown, the daily
-logs, MEMORY.md (editable) and stats.
-
-Memory is written when you switch sessions, go idle, leave the terminal, the day changes or
-quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
-"""
+    HELP = MAIN_HELP
 
     # The ids keep their ``app.`` prefix: users remap keys by id in config.toml.
-    BINDINGS = [
-        Binding(
-            "ctrl+n",
-            "new_session",
-            "new",
-            id="app.new_session",
-            tooltip="Start a new chat session (the open one is flushed to memory)",
-            priority=True,
-        ),
-        Binding(
-            "ctrl+f",
-            "flush",
-            "flush",
-            id="app.flush",
-            tooltip="Summarise the open session into today's daily log now",
-            priority=True,
-        ),
-        Binding(
-            "ctrl+r",
-            "reindex",
-            "reindex",
-            id="app.reindex",
-            tooltip="Rebuild the search index from the Markdown files",
-            priority=True,
-            show=False,
-        ),
-        Binding(
-            "ctrl+o",
-            "why",
-            "why?",
-            id="app.why",
-            tooltip="Show what memory the last turn injected, and why (its score breakdown)",
-            priority=True,
-        ),
-        Binding(
-            "ctrl+t",
-            "toggle_memory",
-            "chat/memory",
-            id="app.toggle_memory",
-            tooltip="Flip between the chat and the memory panels (on a narrow screen, the one "
-            "shown fills it)",
-            priority=True,
-            show=False,  # the footer is full; a narrow screen's mode bar shows this key
-        ),
-        *(
-            Binding(
-                key,
-                f"show_tab('{tab_id}')",
-                label,
-                id=f"app.show_{tab_id}",
-                tooltip=f"Open the {label} tab of the memory panels",
-                priority=True,
-            )
-            for tab_id, key, label in TAB_KEYS
-        ),
-        Binding(
-            "escape",
-            "focus_chat",
-            "chat",
-            id="app.focus_chat",
-            tooltip="Back to the message box",
-        ),
-    ]
+    BINDINGS = MAIN_BINDINGS
 
     HORIZONTAL_BREAKPOINTS = BREAKPOINTS
 

@@ -1,0 +1,98 @@
+"""The main screen's keys, help text and layout breakpoints (data, kept apart from the code
+that acts on them)."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+#: Screen widths (columns) at which the layout changes: below ``-medium`` the chat and the
+#: memory panels share the screen (one at a time, ctrl+t flips); below ``-wide`` the session
+#: list collapses (the palette's "Show sessions" brings it back over the chat).
+BREAKPOINTS = [(0, "-narrow"), (88, "-medium"), (120, "-wide")]
+
+#: Memory tabs with a key of their own: (tab id, key, footer label).
+TAB_KEYS = (
+    ("inject", "f2", "inject"),
+    ("search", "f3", "search"),
+    ("daily", "f4", "daily"),
+    ("memory", "f5", "MEMORY"),
+    ("stats", "f6", "stats"),
+)
+
+#: The screen's help (F1).
+MAIN_HELP = """\
+## memdeck
+
+A chat whose assistant remembers. Left: your sessions. Centre: the conversation. Right: the
+memory behind it — what the next message injects, search with the score breakdown, the daily
+logs, MEMORY.md (editable) and stats.
+
+Memory is written when you switch sessions, go idle, leave the terminal, the day changes or
+quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
+"""
+
+#: The main screen's keys. The ids keep their ``app.`` prefix: users remap keys by id in
+#: config.toml's ``[keymap]``.
+MAIN_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
+    Binding(
+        "ctrl+n",
+        "new_session",
+        "new",
+        id="app.new_session",
+        tooltip="Start a new chat session (the open one is flushed to memory)",
+        priority=True,
+    ),
+    Binding(
+        "ctrl+f",
+        "flush",
+        "flush",
+        id="app.flush",
+        tooltip="Summarise the open session into today's daily log now",
+        priority=True,
+    ),
+    Binding(
+        "ctrl+r",
+        "reindex",
+        "reindex",
+        id="app.reindex",
+        tooltip="Rebuild the search index from the Markdown files",
+        priority=True,
+        show=False,
+    ),
+    Binding(
+        "ctrl+o",
+        "why",
+        "why?",
+        id="app.why",
+        tooltip="Show what memory the last turn injected, and why (its score breakdown)",
+        priority=True,
+    ),
+    Binding(
+        "ctrl+t",
+        "toggle_memory",
+        "chat/memory",
+        id="app.toggle_memory",
+        tooltip="Flip between the chat and the memory panels (on a narrow screen, the one "
+        "shown fills it)",
+        priority=True,
+        show=False,  # the footer is full; a narrow screen's mode bar shows this key
+    ),
+    *(
+        Binding(
+            key,
+            f"show_tab('{tab_id}')",
+            label,
+            id=f"app.show_{tab_id}",
+            tooltip=f"Open the {label} tab of the memory panels",
+            priority=True,
+        )
+        for tab_id, key, label in TAB_KEYS
+    ),
+    Binding(
+        "escape",
+        "focus_chat",
+        "chat",
+        id="app.focus_chat",
+        tooltip="Back to the message box",
+    ),
+]
