@@ -11,7 +11,7 @@ from support.chat_support import make_config, make_engine
 from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
-from tui.chat.config import NO_KEY_PLACEHOLDER
+from tui.chat.config_sections import NO_KEY_PLACEHOLDER
 from tui.chat.events import (
     InjectionBuilt,
     TextDelta,

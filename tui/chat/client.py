@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engine import usage as ledger
+from ..engine.redaction import display_url
 from ..engine.redaction import redact as redact_secrets
-from .config import NO_KEY_PLACEHOLDER, LLMSettings, display_url
+from .config_sections import NO_KEY_PLACEHOLDER, LLMSettings
 from .events import ErrorKind
 
 if TYPE_CHECKING:  # the SDK takes over a second to import: only when a request is made
     import openai
+
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """``text`` with API keys removed (see :func:`tui.engine.redaction.redact`); the
