@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
 import threading
 import time
@@ -29,7 +28,6 @@ from .fileio import read_markdown, sha256_text
 from .heap import release_free_memory
 from .index_db import (
     DEFAULT_BUSY_TIMEOUT,
-    FTS_TOKENIZER,
     IndexLockedError,
     _file_identity,
     _IndexReplaced,
@@ -42,13 +40,12 @@ from .index_db import (
     is_busy,
     is_unusable_file,
 )
-from .textsearch import build_match_query, fts_body, query_terms
+from .index_text import FullTextReads
+from .textsearch import fts_body
 from .vectors import VectorMirror
 from .workspace import Workspace
 
 SCHEMA_VERSION = 2
-#: Below this many chunks every query term is searched, however common.
-MIN_CHUNKS_TO_PRUNE = 2000
 #: Writes commit at least this often (rows), so readers see progress and a crash loses little.
 COMMIT_EVERY = 200
 #: Default bound of the embedding cache (entries). Entries a current chunk uses are always kept;
@@ -124,7 +121,7 @@ class ChunkRow:
     confidence: str
 
 
-class MemoryIndex:
+class MemoryIndex(FullTextReads):
     """The search index of one workspace. One writer at a time; readers never block.
 
     Writes go through ``self._write_lock`` on a dedicated connection; each reading thread gets
@@ -769,111 +766,6 @@ class MemoryIndex:
                 )
 
     # -- reading --
-
-    def fts_candidates(
-        self, query: str, limit: int | None, *, also: Sequence[int] = ()
-    ) -> list[tuple[int, float]]:
-        """``(chunk id, bm25 rank)`` of the best full-text matches (rank: negative, lower is better).
-
-        ``also`` names chunks (vector candidates) whose rank is wanted too if they match at all:
-        they come back in the same FTS evaluation, which costs as much as the query itself.
-        """
-        match = build_match_query(query, self._doc_share)
-        if match is None:
-            return []
-        order = "rank"
-        args: list[object] = [match]
-        if also:
-            order = f"rowid IN ({','.join('?' * len(also))}) DESC, rank"
-            args.extend(also)
-        sql = f"SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY {order}"
-        if limit is not None:
-            sql += f" LIMIT {int(limit) + len(also)}"
-        try:
-            rows = self._reader().execute(sql, args).fetchall()
-        except sqlite3.OperationalError:
-            return []
-        if limit is None or not also:
-            return [(row[0], row[1]) for row in rows]
-        wanted = set(also)
-        others = [row for row in rows if row[0] not in wanted][:limit]
-        return [(row[0], row[1]) for row in rows if row[0] in wanted] + [
-            (r[0], r[1]) for r in others
-        ]
-
-    def _term_docs(self, term: tuple[str, ...]) -> int:
-        """How many chunks match ``term`` (a token or a phrase's tokens; ``()``: all chunks).
-
-        Counted by FTS5 itself, so its stemming applies. Cached until the next text change: a
-        count walks the term's whole doclist (a few ms for a word in every chunk of 100k), and
-        the same words recur query after query.
-        """
-        cached = self._doc_shares.get(term)
-        if cached is not None:
-            return cached
-        conn = self._reader()
-        if len(term) == 1:
-            # fts5vocab reads the stored count of the stemmed token (a MATCH count would walk
-            # its doclist: tens of ms for a common word at 100k chunks).
-            row = conn.execute(
-                "SELECT doc FROM chunks_vocab WHERE term = ?", (self._stem(term[0]),)
-            ).fetchone()
-            count = row[0] if row else 0
-        elif term:
-            phrase = '"' + " ".join(term).replace('"', "") + '"'
-            try:
-                count = conn.execute(
-                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (phrase,)
-                ).fetchone()[0]
-            except sqlite3.OperationalError:
-                count = 0
-        else:
-            count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        if len(self._doc_shares) > 50_000:
-            self._doc_shares.clear()
-        self._doc_shares[term] = count
-        return count
-
-    def doc_count(self, token: str | None = None) -> int:
-        """How many chunks contain ``token`` (FTS-stemmed); with no token, how many chunks."""
-        return self._term_docs(() if token is None else (token,))
-
-    def stem(self, token: str) -> str:
-        """``token`` as the full-text index stores it (its porter stem, lower-cased)."""
-        return self._stem(token)
-
-    def _stem(self, token: str) -> str:
-        """``token`` as the FTS tokenizer stores it (porter stem), from a scratch in-memory table."""
-        scratch = getattr(self._local, "stemmer", None)
-        if scratch is None:
-            scratch = self._track(sqlite3.connect(":memory:", check_same_thread=False))
-            scratch.execute(f"CREATE VIRTUAL TABLE s USING fts5(x, tokenize = '{FTS_TOKENIZER}')")
-            scratch.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, 'row')")
-            self._local.stemmer = scratch
-        scratch.execute("DELETE FROM s")
-        scratch.execute("INSERT INTO s(x) VALUES (?)", (token,))
-        row = scratch.execute("SELECT term FROM sv LIMIT 1").fetchone()
-        return row[0] if row else token
-
-    def _doc_share(self, token: str) -> float:
-        """Share of chunks containing ``token`` (0 on small indexes, where it does not matter)."""
-        total = self._term_docs(())
-        if total < MIN_CHUNKS_TO_PRUNE:
-            return 0.0
-        return self._term_docs((token,)) / total
-
-    def query_idf(self, query: str) -> float:
-        """Sum of the query terms' inverse document frequencies, as FTS5's bm25 computes them.
-
-        A short chunk holding every term once scores about this much, so ``bm25 / query_idf``
-        says how much of the query a match covers, weighted by how rare each term is.
-        """
-        total = self._term_docs(())
-        idf = 0.0
-        for term in query_terms(query):
-            docs = self._term_docs(term)
-            idf += max(1e-6, math.log((total - docs + 0.5) / (docs + 0.5)))
-        return idf
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         """Stored chunks by id (missing ids are left out)."""
