@@ -5,17 +5,15 @@ refresh once per change, through one mechanism."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from support.fakeopenai import FakeOpenAI
 from support.pilot import (
-    APP_MEMORY,
     app_ready,
-    close_chat_engine,
-    open_chat_engine,
     small_app,
+    small_app_engine,  # noqa: F401 (the ``engine`` fixture)
+    small_app_server,  # noqa: F401 (the ``server`` fixture)
     wait_until,
 )
 
@@ -63,19 +61,6 @@ def test_listeners_hear_changes_made_on_other_threads(tmp_path: Path) -> None:
         assert threads == ["writer"]
     finally:
         engine.close()
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def engine(tmp_path: Path, server: FakeOpenAI) -> AsyncIterator[ChatEngine]:
-    chat = open_chat_engine(tmp_path, server, APP_MEMORY)
-    yield chat
-    await close_chat_engine(chat)
 
 
 @pytest.mark.parametrize("writer", ["model tool", "editor save"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,21 @@ async def close_chat_engine(engine: ChatEngine) -> None:
     """Close ``engine`` once the app's worker threads are done with it."""
     await asyncio.get_running_loop().shutdown_default_executor()
     engine.close()
+
+
+@pytest.fixture(name="server")
+def small_app_server() -> Iterator[FakeOpenAI]:
+    """The fake server of a small app (a module imports this as its ``server`` fixture)."""
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(name="engine")
+async def small_app_engine(tmp_path: Path, server: FakeOpenAI) -> AsyncIterator[ChatEngine]:
+    """A chat engine over a small workspace (:data:`APP_MEMORY`), closed after the app."""
+    chat = open_chat_engine(tmp_path, server, APP_MEMORY)
+    yield chat
+    await close_chat_engine(chat)
 
 
 def small_app(engine: ChatEngine, tmp_path: Path) -> MemdeckApp:
