@@ -1,9 +1,9 @@
 """ChatEngine: the one object a UI talks to for chat.
 
 A turn (:meth:`ChatEngine.run_turn`) appends the user's message to the session transcript,
-builds the memory injection for it (the user's notes, as data) into the system prompt, compacts the session
-first if it nears the context window, streams the answer, runs the memory tools the model
-calls and feeds their results back until it answers. Everything arrives as
+builds the memory injection for it (the user's notes, as data) into the system prompt,
+compacts the session first if it nears the context window, streams the answer, runs the
+memory tools the model calls and feeds their results back until it answers. Everything arrives as
 :mod:`tui.chat.events`; a failure is a :class:`~tui.chat.events.TurnError` event, never an
 exception, and the transcript keeps the user's message and whatever came before the error.
 

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -200,11 +201,16 @@ class Transcript:
 
     def tool_calls_of(self, message_id: str) -> list[ToolCall]:
         """The tool calls assistant message ``message_id`` made, in order."""
-        return [
-            item
-            for item in self.timeline
-            if isinstance(item, ToolCall) and item.message_id == message_id
-        ]
+        return list(self._tool_calls_by_message.get(message_id, ()))
+
+    @cached_property
+    def _tool_calls_by_message(self) -> dict[str, list[ToolCall]]:
+        # Grouped once: a request replays every assistant message's calls.
+        grouped: dict[str, list[ToolCall]] = {}
+        for item in self.timeline:
+            if isinstance(item, ToolCall):
+                grouped.setdefault(item.message_id, []).append(item)
+        return grouped
 
     @property
     def flushes(self) -> list[FlushRecord]:

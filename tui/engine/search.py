@@ -153,14 +153,14 @@ class Breakdown:
             return default
 
         def optional(key: str) -> float | None:
-            return number(key, math.nan) if key in values else None
+            value = number(key, math.nan)
+            return None if math.isnan(value) else value
 
-        bm25, vector = optional("bm25"), optional("vector")
         hybrid = number("hybrid", 0.0)
         return cls(
-            bm25=None if bm25 is None or math.isnan(bm25) else bm25,
+            bm25=optional("bm25"),
             text=number("text", 0.0),
-            vector=None if vector is None or math.isnan(vector) else vector,
+            vector=optional("vector"),
             hybrid=hybrid,
             neighbour=number("neighbour", 0.0),
             relevance=number("relevance", hybrid),

@@ -352,12 +352,6 @@ class MainScreen(Screen[None]):
         chunks = (await self.workbench.index_stats()).get("chunks")
         self.header.chunks = int(chunks) if isinstance(chunks, int | float) else None
 
-    @work(group="lifecycle", exit_on_error=False)
-    async def _fire(self, call: Callable[[], object]) -> None:
-        """A trigger-manager call that may flush (manual); its events reach the listener. Not
-        exclusive: each flush must run to the end."""
-        await self.workbench.fire(call)
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.node is self:
             self.notify(f"{event.worker.name}: {event.worker.error}", severity="error")
