@@ -33,7 +33,7 @@ from tui.chat.chat import ChatEngine
 async def test_a_message_streams_into_the_chat(engine: ChatEngine, server: FakeOpenAI) -> None:
     pieces = ["Lisbon ", "in March, ", "and the hotel ", "in **Alfama** ", "is booked."]
     server.enqueue(FakeOpenAI.text(pieces, chunk_delay=0.15))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = app.main_screen.chat_pane
@@ -75,7 +75,7 @@ async def test_a_tool_call_shows_inline_and_memory_gets_the_entry(
         FakeOpenAI.tool_call("save_memory", {"content": "Is learning Portuguese for the trip"}),
         FakeOpenAI.text("Noted — boa sorte!"),
     )
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "remember that I am learning Portuguese")
@@ -109,7 +109,7 @@ async def test_errors_show_as_errors_and_the_chat_goes_on(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:
     server.enqueue(FakeOpenAI.error(500, "the model fell over"), FakeOpenAI.text("Back again."))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello?")
@@ -120,7 +120,7 @@ async def test_errors_show_as_errors_and_the_chat_goes_on(
 
 
 async def test_the_preview_follows_the_draft(engine: ChatEngine) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         panel = app.main_screen.memory_panels.injection_panel
@@ -161,7 +161,7 @@ async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
     answer = block * (SEGMENT_CHARS * 3 // len(block) + 1)
     pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
     server.enqueue(FakeOpenAI.text(pieces))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "tell me everything")
@@ -207,7 +207,7 @@ async def after_a_long_answer(
     monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
     block = "- an item about the **trip**, the hotel and the `train`\n" * 6 + "\n"
     answer = "## The trip\n\n" + block * (SEGMENT_CHARS * 8 // len(block) + 1)
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
@@ -293,7 +293,7 @@ async def test_a_fold_that_finds_its_message_gone_does_nothing(
 async def test_a_long_answer_that_arrives_at_once_ends_in_view(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         answer = "".join(f"- item {n} of a long list\n" for n in range(120))
@@ -306,7 +306,7 @@ async def test_a_long_answer_that_arrives_at_once_ends_in_view(
 
 
 async def test_input_history_walks_back_and_returns_the_draft(engine: ChatEngine) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         box = app.main_screen.chat_pane.chat_input
         box.remember("first")
@@ -327,7 +327,7 @@ async def test_the_log_follows_output_only_at_the_bottom(
 ) -> None:
     long_answer = [f"line {n}\n\n" for n in range(80)]
     server.enqueue(FakeOpenAI.text(long_answer, chunk_delay=0.03))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = app.main_screen.chat_pane

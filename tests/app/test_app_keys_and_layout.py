@@ -42,7 +42,7 @@ from tui.engine.search import score_formula
 
 
 async def test_f1_explains_the_focused_widget_and_its_keys(engine: ChatEngine) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         app.main_screen.chat_pane.chat_input.focus()
         await pilot.press("f1")
@@ -59,7 +59,7 @@ async def test_f1_explains_the_focused_widget_and_its_keys(engine: ChatEngine) -
 
 
 async def test_every_action_is_in_the_command_palette(engine: ChatEngine) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE):
         titles = {command.title for command in app.get_system_commands(app.screen)}
     for title in (
@@ -83,7 +83,7 @@ async def test_why_shows_what_the_last_turn_injected_also_after_a_restart(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:
     server.enqueue(FakeOpenAI.text("Alfama, near the castle."))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "which hotels in Lisbon did I look at?")
@@ -101,7 +101,7 @@ async def test_why_shows_what_the_last_turn_injected_also_after_a_restart(
         await pilot.press("escape", "x")  # typing brings the live preview back
         await wait_until(pilot, lambda: panel.turn is None, "the live preview")
 
-    restarted = build_app(engine, engine.memory.workspace.root.parent)
+    restarted = build_app(engine)
     async with restarted.run_test(size=SIZE) as pilot:
         await ready(pilot)
         pane = restarted.main_screen.chat_pane
@@ -162,7 +162,7 @@ def test_the_themes_folder_is_found_from_a_checkout() -> None:
 
 
 async def test_a_narrow_screen_flips_between_chat_and_memory(engine: ChatEngine) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         screen = app.main_screen
@@ -202,7 +202,7 @@ async def test_a_narrow_screen_flips_between_chat_and_memory(engine: ChatEngine)
 async def test_at_100_columns_the_session_list_collapses_and_the_panels_stay(
     engine: ChatEngine,
 ) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         screen = app.main_screen
@@ -258,7 +258,7 @@ async def test_every_tab_has_a_key_in_the_footer_and_keys_are_remapped_by_id(
 
 
 async def test_the_palette_shows_daily_from_the_search_box(engine: ChatEngine) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         panels = app.main_screen.memory_panels
@@ -313,7 +313,7 @@ async def test_enter_in_the_palette_runs_the_typed_command_once_it_is_found(
 async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(
     engine: ChatEngine, focused: tuple[str, ...]
 ) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         screen = app.main_screen
@@ -352,7 +352,7 @@ async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(
 async def test_the_inject_tab_comes_forward_while_typing_unless_another_was_chosen(
     engine: ChatEngine,
 ) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         panels = app.main_screen.memory_panels
@@ -371,7 +371,7 @@ async def test_indexing_progress_is_shown_while_a_dropped_file_is_embedded(
 ) -> None:
     from tui.app.widgets.app_header import AppHeader
 
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         screen = app.main_screen
@@ -409,7 +409,7 @@ async def test_indexing_progress_is_shown_while_a_dropped_file_is_embedded(
 async def test_a_tab_asked_for_focus_does_not_take_it_after_the_user_moved_on(
     engine: ChatEngine,
 ) -> None:
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         screen = app.main_screen

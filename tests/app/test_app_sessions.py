@@ -38,7 +38,7 @@ async def test_switching_sessions_flushes_the_one_left(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:
     server.enqueue(FakeOpenAI.text("Alfama is lovely in March."))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "tell me about Alfama")
@@ -113,7 +113,7 @@ async def test_a_resumed_session_shows_its_tool_calls(engine: ChatEngine) -> Non
     )
     store.append_message(session, "assistant", "Max, who loves the beach!")
     store.append(session, {"type": "error", "kind": "timeout", "message": "no answer in time"})
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(
             pilot,
@@ -160,7 +160,7 @@ def test_transcript_messages_keeps_the_last_ones(tmp_path: Path) -> None:
 
 async def test_rename_and_delete(engine: ChatEngine, server: FakeOpenAI) -> None:
     server.enqueue(FakeOpenAI.text("Sure."))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "plan the bike ride")
@@ -230,7 +230,7 @@ async def test_bindings_are_remapped_from_the_config_keymap(
 
 async def test_quitting_flushes_then_exits(engine: ChatEngine, server: FakeOpenAI) -> None:
     server.enqueue(FakeOpenAI.text("See you."))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "bye for now")
@@ -261,7 +261,7 @@ async def test_consolidation_is_reviewed_then_accepted_or_rejected(
     from tui.app.screens.consolidation_screen import ConsolidationScreen
 
     server.responder = consolidation_reply
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     memory_file = engine.memory.workspace.memory_file
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)

@@ -53,7 +53,7 @@ def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpen
         ),
         FakeOpenAI.text("Then Alfama it is. I will keep it in mind."),
     )
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
 
     async def conversation(pilot: Pilot) -> None:
         await send(pilot, "Where was I planning to travel?")
@@ -126,5 +126,5 @@ def test_snapshot_layouts(
     keys: tuple[str, ...],
 ) -> None:
     server.enqueue(FakeOpenAI.text("You looked at hotels in **Alfama**, near the castle."))
-    app = build_app(engine, engine.memory.workspace.root.parent)
+    app = build_app(engine)
     assert _layout_snapshot(snap_compare, app, size, keys)

@@ -172,9 +172,11 @@ def build_engine(
     return ChatEngine(config, memory, sessions=SessionStore(workspace), clock=clock)
 
 
-def build_app(engine: ChatEngine, tmp_path: Path, **kwargs: Any) -> MemdeckApp:
-    """The app over ``engine`` with pinned dates; ``kwargs`` go to :class:`MemdeckApp`."""
-    kwargs.setdefault("config_file", tmp_path / "config.toml")
+def build_app(engine: ChatEngine, tmp_path: Path | None = None, **kwargs: Any) -> MemdeckApp:
+    """The app over ``engine`` with pinned dates, its config file in ``tmp_path`` (default: the
+    folder of the engine's workspace); ``kwargs`` go to :class:`MemdeckApp`."""
+    folder = tmp_path if tmp_path is not None else engine.memory.workspace.root.parent
+    kwargs.setdefault("config_file", folder / "config.toml")
     return MemdeckApp(engine, now=NOW, clock=fixed_clock, **kwargs)
 
 
