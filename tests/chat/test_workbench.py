@@ -125,3 +125,47 @@ def test_the_workbench_imports_no_textual() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+QUIT_DURING_START_UP = """
+import asyncio, sys
+from pathlib import Path
+
+from tui.chat.chat import ChatEngine
+from tui.chat.config import load_config
+from tui.chat.workbench import Workbench
+
+root = Path(sys.argv[1])
+config_file = root.parent / "config.toml"
+engine = ChatEngine.open(load_config(config_file, env={}, overrides={}), workspace=root)
+workbench = Workbench(engine, config_file=config_file)
+
+
+async def main() -> None:
+    index = workbench.prepare_index()
+    print((await anext(index)).reason, flush=True)
+    waiting = asyncio.ensure_future(anext(index))  # waits for a model load never started
+    await asyncio.sleep(0.2)
+    waiting.cancel()
+
+
+asyncio.run(main())
+print("exited", flush=True)
+"""
+
+
+def test_quitting_before_the_model_load_starts_lets_the_loop_exit(tmp_path: Path) -> None:
+    """The app quits while the start-up sync waits for a model load that never began: nothing
+    may be left waiting in the loop's executor, or ``asyncio.run`` never returns."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("# Memory\n\n- Keeps bees\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", QUIT_DURING_START_UP, str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,  # a hang, not a speed limit: the script takes about a second
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["start", "exited"]

@@ -74,7 +74,9 @@ class Workbench:
         self.active_session: str | None = None
         #: Held while a trigger-manager call fires flushes (see :meth:`run_locked`).
         self.lifecycle_lock = threading.Lock()
-        self._model_ready = threading.Event()
+        # An asyncio event, not a thread's: a thread left waiting for a model load that never
+        # started (the app quit first) would keep the loop's executor, and so the exit, waiting.
+        self._model_ready = asyncio.Event()
         engine.triggers.follow_active_session(lambda: self.active_session)
 
     @property
@@ -124,7 +126,7 @@ class Workbench:
         yield outcome
         if outcome.error:
             return
-        await asyncio.to_thread(self._model_ready.wait)
+        await self._model_ready.wait()
         if memory.model_loaded and memory.index.pending_embeddings():
             yield await self._sync("embedding", partial(memory.sync, progress=progress))
 
