@@ -235,6 +235,18 @@ class MemoryIndex(FullTextReads):
         :class:`IndexLockedError`; only a file that is not a usable index (corrupt, not a
         database, a foreign schema) is moved aside and rebuilt.
         """
+        started = time.monotonic()
+        while True:
+            try:
+                return self._open_once()
+            except IndexLockedError:
+                # SQLite answers some clashes at once, without its busy wait (two processes
+                # opening a new file, one of them switching it to WAL): wait for those here.
+                if time.monotonic() - started >= self.busy_timeout:
+                    raise
+                time.sleep(0.05)
+
+    def _open_once(self) -> sqlite3.Connection:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn: sqlite3.Connection | None = None
         try:
