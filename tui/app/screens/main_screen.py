@@ -4,8 +4,8 @@ The orchestration (the open session, the lifecycle lock, start-up sync and model
 session and memory actions) is :class:`tui.chat.workbench.Workbench`; the screen composes the
 widgets, awaits the workbench's actions in its async workers and turns their outcomes into UI
 updates. :attr:`MainScreen.active_session` mirrors the workbench's open session for the data
-binding of the session list and the chat pane; only :meth:`MainScreen._open` and a deletion
-change it. The screen also runs the workspace watcher. Trigger listener events arrive from the
+binding of the session list and the chat pane; the session actions are
+:class:`~tui.app.screens.session_actions.SessionActions`. The screen also runs the workspace watcher. Trigger listener events arrive from the
 flushing threads as :class:`MainScreen.TriggerNotice`; once the screen is gone (the app
 quitting) nothing more is delivered to it.
 """
@@ -25,12 +25,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP
+from tui.app.screens.session_actions import SessionActions
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
 from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
@@ -60,7 +60,7 @@ def describe_outcome(outcome: FlushOutcome) -> str:
     return f"{outcome.summary}{where}"
 
 
-class MainScreen(Screen[None]):
+class MainScreen(SessionActions):
     """The one screen of memdeck over one :class:`ChatEngine` (given now, or :meth:`attach`-ed
     once it is open)."""
 
@@ -90,8 +90,6 @@ class MainScreen(Screen[None]):
         done: int
         total: int
 
-    #: The open session: the one value every widget and the triggers follow.
-    active_session: reactive[str | None] = reactive(None, init=False)
     #: Which half fills a narrow screen: ``chat`` or ``memory`` (wider screens show both).
     view: reactive[str] = reactive("chat", init=False)
 
@@ -408,151 +406,7 @@ class MainScreen(Screen[None]):
                 outcome.summary, title=f"memory not written ({event.trigger})", severity="warning"
             )
 
-    # -- sessions --
-
-    @work(exclusive=True, group="initial-session", exit_on_error=False)
-    async def _open_initial_session(self) -> None:
-        """Resume the most recently updated session, if any; say if a consolidation is due."""
-        last = await self.workbench.last_session()
-        if last is not None:
-            self.switch_to(last)
-        if await self.workbench.consolidation_due():
-            self.notify(
-                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
-                title="consolidation due",
-                timeout=10,
-            )
-
-    def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
-        self.switch_to(message.session_id)
-
-    def switch_to(self, session_id: str | None) -> None:
-        """Open ``session_id``: show its transcript and flush the session left (switch trigger)."""
-        if self.chat_pane.busy:
-            self.notify("still answering — Escape stops it, then switch", severity="warning")
-            return
-        if session_id == self.active_session:
-            self.chat_pane.chat_input.focus()
-            return
-        self._open(session_id)
-        self.remove_class("-show-sessions")
-        if session_id is None:
-            self.call_next(self.chat_pane.show_transcript, None)
-        else:
-            self._load_transcript(session_id)
-
-    def _open(self, session_id: str | None) -> None:
-        """Make ``session_id`` the open session and flush the one left (session switch)."""
-        left = self.workbench.open(session_id)
-        self.active_session = session_id
-        self._flush_left(session_id, left)
-
-    @work(group="lifecycle", exit_on_error=False)
-    async def _flush_left(self, session_id: str | None, left: str | None) -> None:
-        await self.workbench.flush_left(session_id, left)
-
-    def watch_active_session(self, session_id: str | None) -> None:
-        """The title follows once the transcript or the session list says it; the Inject tab
-        comes forward again while typing (a tab chosen in the last session no longer holds)."""
-        self.header.session_title = "…" if session_id else ""
-        if self.ready:
-            self.memory_panels.forget_chosen_tab()
-
-    @work(exclusive=True, group="transcript", exit_on_error=False)
-    async def _load_transcript(self, session_id: str) -> None:
-        transcript = await self.workbench.transcript(session_id)
-        if session_id != self.active_session:
-            return  # the user switched again meanwhile
-        self.header.session_title = transcript.display_title
-        await self.chat_pane.show_transcript(transcript)
-
-    def _on_session_list_loaded(self, message: SessionList.Loaded) -> None:
-        for info in message.sessions:
-            if info.id == self.active_session:
-                self.header.session_title = info.title
-
-    def action_new_session(self) -> None:
-        """Start a new session and switch to it (the message box takes focus at once, so what
-        is typed next is not lost while the session is created)."""
-        if self.chat_pane.busy:
-            self.notify("still answering — Escape stops it first", severity="warning")
-            return
-        self.action_focus_chat()
-        self._create_session(None)
-
-    def _on_session_list_new_requested(self) -> None:
-        self.action_new_session()
-
-    def _on_chat_pane_session_needed(self, message: ChatPane.SessionNeeded) -> None:
-        self._create_session(message.text)
-
-    @work(group="sessions", exit_on_error=False)
-    async def _create_session(self, first_message: str | None) -> None:
-        info = await self.workbench.new_session()
-        self.session_list.reload()
-        if first_message is None:
-            if self.chat_pane.busy:  # an answer started meanwhile: the new session waits
-                self.notify("still answering — Escape stops it, then switch", severity="warning")
-                return
-            await self.chat_pane.show_transcript(None)  # a new session is empty
-        self._open(info.id)
-        self.header.session_title = info.title
-        if first_message is not None:
-            self.chat_pane.send(first_message)
-
-    def _session_title(self, session_id: str) -> str:
-        for info in self.session_list.infos:
-            if info.id == session_id:
-                return info.title
-        return session_id
-
-    def action_rename_session(self, session_id: str | None = None) -> None:
-        """Ask for a new title of ``session_id`` (default: the open session)."""
-        from tui.app.screens.rename_screen import RenameScreen
-
-        target = session_id or self.active_session
-        if target is None:
-            self.notify("no session is open", severity="warning")
-            return
-
-        def renamed(title: str | None) -> None:
-            if title:
-                self._rename(target, title)
-
-        self.app.push_screen(RenameScreen(self._session_title(target)), renamed)
-
-    def _on_session_list_rename_requested(self, message: SessionList.RenameRequested) -> None:
-        self.action_rename_session(message.session_id)
-
-    @work(group="sessions", exit_on_error=False)
-    async def _rename(self, session_id: str, title: str) -> None:
-        info = await self.workbench.rename(session_id, title)
-        if info.id == self.active_session:
-            self.header.session_title = info.title
-        self.session_list.reload()
-
-    def action_delete_session(self, session_id: str | None = None) -> None:
-        """Ask, then flush ``session_id`` (default: the open one) and move it to the trash."""
-        from tui.app.screens.confirm_screen import ConfirmScreen
-
-        target = session_id or self.active_session
-        if target is None:
-            self.notify("no session is open", severity="warning")
-            return
-        if target == self.active_session and self.chat_pane.busy:
-            self.notify("still answering — Escape stops it first", severity="warning")
-            return
-        question = (
-            f"Delete “{self._session_title(target)}”?\n\n"
-            "Its new messages are summarised into memory first; the transcript moves to "
-            "sessions/.trash/ (nothing is destroyed)."
-        )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._delete(target)
-
-        self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
+    # -- questions for the user --
 
     @work(thread=True, group="recovery", exit_on_error=False)
     def _announce_recovery_copies(self) -> None:
@@ -588,18 +442,6 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(ConfirmScreen(question, confirm="Forget", cancel="Keep"), answered)
         return await answer
-
-    def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
-        self.action_delete_session(message.session_id)
-
-    @work(group="lifecycle", exit_on_error=False)
-    async def _delete(self, session_id: str) -> None:
-        trash = await self.workbench.delete(session_id)
-        self.notify(f"moved to {trash.name} in sessions/.trash", title="deleted")
-        if session_id == self.active_session:
-            self.active_session = None  # its flush already ran: no switch trigger
-            await self.chat_pane.show_transcript(None)
-        self.session_list.reload()
 
     # -- the conversation --
 
