@@ -9,102 +9,46 @@ Markdown files. The stdlib ``sqlite3`` of some Pythons cannot load extensions, s
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TypeVar
 
-import numpy as np
 import sqlean as sqlite3
 
-from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown, embed_text
+from .chunker import Chunk, ChunkParams, TokenCounter, chunk_markdown
 from .embeddings import TextEmbedder
 from .fileio import read_markdown, sha256_text
-from .heap import release_free_memory
 from .index_db import (
     DEFAULT_BUSY_TIMEOUT,
     IndexLockedError,
+    Progress,
+    SyncReport,
     _file_identity,
     _IndexReplaced,
-    _next_cache_stamp,
     _schema,
     _stored_generation,
     _transaction,
     connect,
-    finite_vector,
+    follows_rebuilds,
     is_busy,
     is_unusable_file,
 )
 from .index_text import FullTextReads
+from .index_vectors import VectorWrites
 from .textsearch import fts_body
 from .vectors import VectorMirror
 from .workspace import Workspace
 
+__all__ = ["CACHE_MAX_ENTRIES", "ChunkRow", "MemoryIndex", "Progress", "SyncReport"]
+
 SCHEMA_VERSION = 2
-#: Writes commit at least this often (rows), so readers see progress and a crash loses little.
-COMMIT_EVERY = 200
 #: Default bound of the embedding cache (entries). Entries a current chunk uses are always kept;
 #: beyond them, the least recently used go first (OpenClaw's default, 10,000).
 CACHE_MAX_ENTRIES = 10_000
-
-
-Progress = Callable[[str, int, int], None]
-
-
-_T = TypeVar("_T")
-
-
-def _follows_rebuilds(method: Callable[..., _T]) -> Callable[..., _T]:
-    """Reopen the index first if its file was replaced (a rebuild by another engine or process),
-    and redo the call once more on the new file if that happens during one of its writes."""
-
-    @functools.wraps(method)
-    def wrapper(self: MemoryIndex, *args: object, **kwargs: object) -> _T:
-        for attempt in range(3):
-            self.refresh()
-            try:
-                return method(self, *args, **kwargs)
-            except _IndexReplaced:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    return wrapper
-
-
-@dataclass
-class SyncReport:
-    """What a sync did."""
-
-    files_seen: int = 0
-    files_changed: int = 0
-    files_removed: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    embedded: int = 0
-    cache_hits: int = 0
-    cache_evicted: int = 0
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def merge(self, other: SyncReport) -> None:
-        for name in (
-            "files_seen",
-            "files_changed",
-            "files_removed",
-            "chunks_added",
-            "chunks_removed",
-            "embedded",
-            "cache_hits",
-            "cache_evicted",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.warnings.extend(other.warnings)
 
 
 @dataclass(frozen=True)
@@ -121,7 +65,7 @@ class ChunkRow:
     confidence: str
 
 
-class MemoryIndex(FullTextReads):
+class MemoryIndex(FullTextReads, VectorWrites):
     """The search index of one workspace. One writer at a time; readers never block.
 
     Writes go through ``self._write_lock`` on a dedicated connection; each reading thread gets
@@ -377,7 +321,7 @@ class MemoryIndex(FullTextReads):
 
     # -- sync --
 
-    @_follows_rebuilds
+    @follows_rebuilds
     def sync(self, *, embed: bool = True, progress: Progress | None = None) -> SyncReport:
         """Bring the index in line with the Markdown files.
 
@@ -403,7 +347,7 @@ class MemoryIndex(FullTextReads):
         report.seconds = time.perf_counter() - started
         return report
 
-    @_follows_rebuilds
+    @follows_rebuilds
     def sync_paths(self, rel_paths: Sequence[str], *, embed: bool = True) -> SyncReport:
         """Re-sync only these workspace-relative paths (what the file watcher saw change)."""
         report = SyncReport()
@@ -418,7 +362,7 @@ class MemoryIndex(FullTextReads):
         report.cache_evicted = self.prune_cache()
         return report
 
-    @_follows_rebuilds
+    @follows_rebuilds
     def sync_file(self, rel: str, *, embed: bool = True) -> SyncReport:
         """Re-index one file if it changed: same size and mtime cost a stat, same hash a read."""
         report = SyncReport()
@@ -468,7 +412,7 @@ class MemoryIndex(FullTextReads):
             report.merge(self.embed_pending())
         return report
 
-    @_follows_rebuilds
+    @follows_rebuilds
     def remove_file(self, rel: str) -> SyncReport:
         """Drop a file's chunks (the file was deleted or left the memory folders)."""
         with self._writing() as conn:
@@ -516,147 +460,6 @@ class MemoryIndex(FullTextReads):
             )
             ids.append(chunk_id)
         return ids
-
-    # -- embeddings --
-
-    @_follows_rebuilds
-    def pending_embeddings(self) -> int:
-        """How many chunks still have no vector."""
-        return int(
-            self._reader().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
-        )
-
-    @_follows_rebuilds
-    def embed_pending(self, *, progress: Progress | None = None) -> SyncReport:
-        """Give every chunk without a vector one: from the cache when its text was seen, else the model.
-
-        Texts are embedded in length-sorted batches (by the embedder) and written in
-        transactions of at most ``COMMIT_EVERY`` rows.
-        """
-        report = SyncReport()
-        model = self.embedder.fingerprint
-        reader = self._reader()
-        # Cached vectors first, a page at a time (all of them at once were ~35 MB at 10k).
-        hit_hashes: set[str] = set()
-        hits = reader.execute(
-            """SELECT c.id, e.embedding, c.hash FROM chunks c
-               JOIN embedding_cache e ON e.model = ? AND e.hash = c.hash
-               WHERE c.embedded = 0""",
-            (model,),
-        )
-        while page := hits.fetchmany(COMMIT_EVERY):
-            poisoned = {r[2] for r in page if not finite_vector(r[1])}
-            if poisoned:  # cached before non-finite vectors were refused: embed them again
-                self._drop_cached(model, poisoned)
-                page = [r for r in page if r[2] not in poisoned]
-            self._store_vectors([(r[0], r[1]) for r in page], cache=None)
-            hit_hashes.update(r[2] for r in page)
-            report.cache_hits += len(page)
-        del page
-        self._touch_cache(model, sorted(hit_hashes))
-        if report.cache_hits >= COMMIT_EVERY:
-            release_free_memory()
-        missing = reader.execute(
-            """SELECT c.id, c.heading, c.text, c.hash, NULL, c.context FROM chunks c
-               LEFT JOIN embedding_cache e ON e.model = ? AND e.hash = c.hash
-               WHERE c.embedded = 0 AND e.hash IS NULL""",
-            (model,),
-        ).fetchall()
-        if not missing:
-            return report
-        # Embed distinct texts once, in slices so progress is visible and memory stays flat.
-        by_hash: dict[str, list[int]] = {}
-        texts: dict[str, str] = {}
-        for chunk_id, heading, text, digest, _, context in missing:
-            by_hash.setdefault(digest, []).append(chunk_id)
-            texts[digest] = embed_text(heading, text, context)
-        hashes = sorted(by_hash, key=lambda h: len(texts[h]))
-        total = len(hashes)
-        done = 0
-        slice_size = max(COMMIT_EVERY, 512)
-        for start in range(0, total, slice_size):
-            batch = hashes[start : start + slice_size]
-            vectors = self.embedder.embed([texts[h] for h in batch])
-            pairs: list[tuple[int, bytes]] = []
-            cache_rows: list[tuple[str, str, bytes]] = []
-            for digest, vector in zip(batch, vectors, strict=True):
-                blob = np.asarray(vector, dtype=np.float32).tobytes()
-                if not finite_vector(blob):
-                    continue  # never stored nor cached: the chunk stays BM25-only
-                cache_rows.append((model, digest, blob))
-                pairs.extend((chunk_id, blob) for chunk_id in by_hash[digest])
-            self._store_vectors(pairs, cache=cache_rows)
-            del vectors, pairs, cache_rows
-            release_free_memory()  # the model's activations: freed, but kept by malloc
-            done += len(batch)
-            report.embedded += len(batch)
-            if progress:
-                progress("embedding", done, total)
-        return report
-
-    def _drop_cached(self, model: str, hashes: set[str]) -> None:
-        with self._writing() as conn:
-            conn.executemany(
-                "DELETE FROM embedding_cache WHERE model = ? AND hash = ?",
-                [(model, digest) for digest in sorted(hashes)],
-            )
-
-    def _store_vectors(
-        self, pairs: Sequence[tuple[int, bytes]], cache: Sequence[tuple[str, str, bytes]] | None
-    ) -> None:
-        if not pairs:
-            return
-        with self._writing() as conn:
-            if cache:
-                stamp = _next_cache_stamp(conn)
-                conn.executemany(
-                    """INSERT OR REPLACE INTO embedding_cache(model, hash, embedding, last_used)
-                       VALUES (?, ?, ?, ?)""",
-                    [(*row, stamp) for row in cache],
-                )
-            # The chunk may have been deleted by a concurrent sync since we read it.
-            live = {
-                row[0]
-                for row in conn.execute(
-                    f"SELECT id FROM chunks WHERE embedded = 0 AND id IN ({','.join('?' * len(pairs))})",
-                    [p[0] for p in pairs],
-                )
-            }
-            stored = [(i, b) for i, b in pairs if i in live]
-            conn.executemany(
-                "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES (?, ?)", stored
-            )
-            conn.executemany(
-                "UPDATE chunks SET embedded = 1 WHERE id = ?", [(i,) for i, _ in stored]
-            )
-        if stored and self._mirror_loaded:
-            self.mirror.upsert(
-                [i for i, _ in stored],
-                np.frombuffer(b"".join(b for _, b in stored), dtype=np.float32).reshape(
-                    len(stored), -1
-                ),
-            )
-
-    def ensure_mirror(self) -> VectorMirror:
-        """Load the in-RAM vector mirror from sqlite-vec on first use."""
-        with self._write_lock:
-            if not self._mirror_loaded:
-                # Row by row into one preallocated matrix: fetching every blob first, then
-                # joining them, held three copies of the vectors at once.
-                count = self._writer.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
-                ids = np.empty(count, dtype=np.int64)
-                matrix = np.empty((count, self.embedder.dims), dtype=np.float32)
-                row = 0
-                for rowid, blob in self._writer.execute("SELECT rowid, embedding FROM chunks_vec"):
-                    if row == count:
-                        break
-                    ids[row] = rowid
-                    matrix[row] = np.frombuffer(blob, dtype=np.float32)
-                    row += 1
-                self.mirror.load(ids[:row], matrix[:row])
-                self._mirror_loaded = True
-                release_free_memory()
-        return self.mirror
 
     # -- rebuild --
 
@@ -722,61 +525,6 @@ class MemoryIndex(FullTextReads):
                     os.unlink(str(tmp_path) + suffix)
         return report
 
-    def _copy_cache_into(self, other: MemoryIndex) -> None:
-        """Every cache entry, with its recency, streamed (not held in memory) into ``other``.
-
-        Nothing is evicted here: ``other``'s sync prunes once all its chunks are in, so an
-        entry the rebuilt index uses is never lost. Skipped if this file is unreadable.
-        """
-        try:
-            rows = self._reader().execute(
-                "SELECT model, hash, embedding, last_used FROM embedding_cache"
-            )
-            with _transaction(other._writer) as conn:
-                conn.executemany(
-                    """INSERT OR IGNORE INTO embedding_cache(model, hash, embedding, last_used)
-                       VALUES (?, ?, ?, ?)""",
-                    rows,
-                )
-        except sqlite3.DatabaseError as exc:
-            if is_busy(exc):
-                raise self._locked_error(exc) from exc
-
-    def _touch_cache(self, model: str, hashes: Sequence[str]) -> None:
-        """Mark cache entries as just used (their vectors were reused)."""
-        if not hashes:
-            return
-        with self._write_lock, _transaction(self._writer) as conn:
-            stamp = _next_cache_stamp(conn)
-            conn.executemany(
-                "UPDATE embedding_cache SET last_used = ? WHERE model = ? AND hash = ?",
-                [(stamp, model, digest) for digest in hashes],
-            )
-
-    def prune_cache(self, max_entries: int | None = None) -> int:
-        """Bound the embedding cache; returns how many entries were evicted.
-
-        Keeps every entry a current chunk uses (this model, a hash in ``chunks``), however
-        many; beyond those, keeps the most recently used up to ``max_entries`` in all (default:
-        ``cache_max_entries``). Entries of other models are never in use. ``sync`` and
-        ``sync_paths`` call it once their chunks are in, so a rebuild keeps what it reuses.
-        """
-        limit = self.cache_max_entries if max_entries is None else max_entries
-        with self._write_lock:
-            total = self._writer.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
-            if total <= limit:
-                return 0
-            with _transaction(self._writer) as conn:
-                return int(
-                    conn.execute(
-                        """DELETE FROM embedding_cache WHERE rowid IN (
-                           SELECT rowid FROM embedding_cache
-                           WHERE NOT (model = ? AND hash IN (SELECT hash FROM chunks))
-                           ORDER BY last_used, rowid LIMIT ?)""",
-                        (self.embedder.fingerprint, total - limit),
-                    ).rowcount
-                )
-
     # -- reading --
 
     def chunks_by_id(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -816,7 +564,7 @@ class MemoryIndex(FullTextReads):
                 r[0], r[1], r[2], r[3], r[4], r[5], date.fromisoformat(r[6]) if r[6] else None, r[7]
             )
 
-    @_follows_rebuilds
+    @follows_rebuilds
     def stats(self) -> dict[str, object]:
         """Counts and sizes for the stats panel and ``memdeck stats``."""
         conn = self._reader()

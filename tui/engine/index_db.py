@@ -1,12 +1,16 @@
 """SQLite plumbing of the index: opening a connection (sqlite-vec loaded, WAL, a private file),
-the schema, transactions, and telling a busy database from an unusable file."""
+the schema, transactions, telling a busy database from an unusable file, following a rebuild
+made elsewhere, and the report every sync returns."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 import sqlean as sqlite3
@@ -33,6 +37,67 @@ class IndexLockedError(Exception):
 
 class _IndexReplaced(RuntimeError):
     """The index file was swapped (a rebuild elsewhere) under an open write: redo it on the new one."""
+
+
+#: Writes commit at least this often (rows), so readers see progress and a crash loses little.
+COMMIT_EVERY = 200
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class SyncReport:
+    """What a sync did."""
+
+    files_seen: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    cache_evicted: int = 0
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def merge(self, other: SyncReport) -> None:
+        for name in (
+            "files_seen",
+            "files_changed",
+            "files_removed",
+            "chunks_added",
+            "chunks_removed",
+            "embedded",
+            "cache_hits",
+            "cache_evicted",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.warnings.extend(other.warnings)
+
+
+class _Reopens(Protocol):
+    def refresh(self) -> bool: ...
+
+
+_T = TypeVar("_T")
+
+
+def follows_rebuilds(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Reopen the index first if its file was replaced (a rebuild by another engine or process),
+    and redo the call once more on the new file if that happens during one of its writes."""
+
+    @functools.wraps(method)
+    def wrapper(self: _Reopens, *args: object, **kwargs: object) -> _T:
+        for attempt in range(3):
+            self.refresh()
+            try:
+                return method(self, *args, **kwargs)
+            except _IndexReplaced:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 def _error_code(exc: BaseException) -> int | None:
