@@ -59,8 +59,9 @@ def test_rename_delete_and_the_last_session(workbench: Workbench, engine: ChatEn
         renamed = await workbench.rename(older.id, "Bee notes")
         assert renamed.title == "Bee notes"
         workbench.open(newer.id)
-        trash = await workbench.delete(newer.id)
+        trash, event = await workbench.delete(newer.id)
         assert trash.exists() and ".trash" in trash.parts
+        assert event.trigger == "session_delete"
         assert workbench.active_session is None  # the open session was the one deleted
         assert await workbench.last_session() == older.id
 
@@ -116,6 +117,24 @@ def test_the_manual_flush_and_the_quit_flush_log_the_open_session_once(
     log = next((engine.memory.workspace.root / "memory").glob("*.md")).read_text()
     assert log.count("Summary number") == 1
     assert (engine.memory.workspace.root / "MEMORY.md").read_text().count("Keeps bees on") == 1
+
+
+def test_named_sessions_are_flushed_each_once_as_the_cli_asks(
+    workbench: Workbench, engine: ChatEngine
+) -> None:
+    async def scenario() -> tuple[list[str], list[TriggerEvent], list[str]]:
+        ids = [(await workbench.new_session()).id for _ in range(2)]
+        for session_id in ids:
+            add_messages(engine.sessions, session_id, 4)
+        pending = await workbench.sessions_to_flush()
+        events = await workbench.flush(pending, reason="memdeck flush")
+        return pending, events, await workbench.sessions_to_flush()
+
+    pending, events, after = asyncio.run(scenario())
+    assert len(pending) == 2
+    assert sorted(e.session_id or "" for e in events) == sorted(pending)
+    assert {(e.trigger, e.outcome.status) for e in events} == {("manual", "flushed")}
+    assert after == []
 
 
 def test_the_workbench_imports_no_textual() -> None:

@@ -4,8 +4,9 @@ It owns the open session (:attr:`Workbench.active_session`, which the flush trig
 the lifecycle lock (flushes fired by switches, deletions, the manual trigger and quitting run
 one at a time, in order), the start-up sync and model load, and the actions: switch / new /
 rename / delete a session, flush, reindex, reload the config, consolidate. Each action is an
-async method whose blocking part runs in a thread (``asyncio.to_thread``), so a UI awaits it
-from its event loop and a script or a test drives it with ``asyncio.run``; failures come back
+async method whose blocking part runs in a thread (``asyncio.to_thread``), so the app awaits
+it from its event loop and the command line (``memdeck flush``, ``sessions --delete``,
+``consolidate``) drives it with ``asyncio.run``; failures come back
 as values (:class:`IndexOutcome`, :class:`ConsolidationOutcome`) or as the documented
 exceptions. Memory changes are published by the engine itself (``MemoryEngine.on_change``).
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -57,11 +58,13 @@ class ConfigOutcome:
 @dataclass(frozen=True)
 class ConsolidationOutcome:
     """A consolidation step ended: ``what`` is ``proposed``, ``unchanged``, ``accepted``,
-    ``rejected`` or ``failed``; ``proposal`` is set when proposed, ``detail`` says more."""
+    ``rejected`` or ``failed``; ``proposal`` is set when proposed or unchanged, ``detail`` says
+    more; ``written`` is whether an accepted proposal changed MEMORY.md."""
 
     what: str
     detail: str = ""
     proposal: Proposal | None = None
+    written: bool = False
 
 
 class Workbench:
@@ -92,9 +95,9 @@ class Workbench:
         with self.lifecycle_lock:
             return call()
 
-    async def fire(self, call: Callable[[], object]) -> None:
+    async def fire(self, call: Callable[[], T]) -> T:
         """:meth:`run_locked` in a thread; the trigger listeners hear its events."""
-        await asyncio.to_thread(self.run_locked, call)
+        return await asyncio.to_thread(self.run_locked, call)
 
     def add_trigger_listener(
         self, listener: Callable[[TriggerListenerEvent], None]
@@ -171,15 +174,17 @@ class Workbench:
         """Give ``session_id`` a new title."""
         return await asyncio.to_thread(self.engine.sessions.rename, session_id, title)
 
-    async def delete(self, session_id: str) -> Path:
-        """Flush ``session_id`` and move it to the trash; returns where it went. The open
-        session closes if it was this one (its flush already ran: no switch trigger)."""
-        trash, _event = await asyncio.to_thread(
-            self.run_locked, partial(self.engine.triggers.delete_session, session_id)
+    async def delete(self, session_id: str, *, force: bool = False) -> tuple[Path, TriggerEvent]:
+        """Flush ``session_id`` and move it to the trash; returns where it went and the flush's
+        event. Messages the flush could not log keep the session
+        (:class:`~tui.chat.sessions.UnloggedMessagesError`) unless ``force``. The open session
+        closes if it was this one (its flush already ran: no switch trigger)."""
+        deleted = await self.fire(
+            partial(self.engine.triggers.delete_session, session_id, force=force)
         )
         if self.active_session == session_id:
             self.active_session = None
-        return trash
+        return deleted
 
     async def last_injection(self, session_id: str) -> TurnInjection | None:
         """What the last turn of ``session_id`` injected, as recorded ("why?")."""
@@ -188,9 +193,17 @@ class Workbench:
 
     # -- memory --
 
-    async def flush(self) -> None:
-        """The manual trigger: the open session to today's daily log now."""
-        await self.fire(partial(self.engine.triggers.manual, self.active_session))
+    async def flush(
+        self, session_ids: Sequence[str] | None = None, *, reason: str = "flush now"
+    ) -> list[TriggerEvent]:
+        """The manual trigger: ``session_ids`` (default: the open session) to today's daily
+        log now; one event per session (one ``nothing_new`` event when there is none)."""
+        ids = self.active_session if session_ids is None else list(session_ids)
+        return await self.fire(partial(self.engine.triggers.fire, "manual", ids, reason))
+
+    async def sessions_to_flush(self) -> list[str]:
+        """The sessions holding messages not yet in a daily log."""
+        return await asyncio.to_thread(self.engine.flusher.sessions_with_unlogged)
 
     def quit_flush(self) -> list[TriggerEvent]:
         """The quit trigger (blocking: the app runs it in a thread it may leave behind)."""
@@ -218,27 +231,32 @@ class Workbench:
         except Exception as exc:
             return IndexOutcome("config reload", error=str(exc))
 
-    async def propose_consolidation(self) -> ConsolidationOutcome:
-        """Ask the summary model for an updated MEMORY.md from recent daily logs."""
+    async def propose_consolidation(self, days: int | None = None) -> ConsolidationOutcome:
+        """Ask the summary model for an updated MEMORY.md from recent daily logs (the last
+        ``days`` days; default: since the last consolidation)."""
         try:
-            proposal = await asyncio.to_thread(self.engine.consolidator.propose)
+            proposal = await asyncio.to_thread(self.engine.consolidator.propose, days=days)
         except ConsolidationError as exc:
             return ConsolidationOutcome("failed", exc.message)
         if proposal.unchanged:
-            return ConsolidationOutcome("unchanged", "MEMORY.md is already consolidated")
+            return ConsolidationOutcome(
+                "unchanged", "MEMORY.md is already consolidated", proposal=proposal
+            )
         return ConsolidationOutcome("proposed", proposal=proposal)
 
-    async def decide_consolidation(self, proposal: Proposal, accept: bool) -> ConsolidationOutcome:
-        """Write an accepted proposal to MEMORY.md, or record its rejection."""
+    async def decide_consolidation(
+        self, proposal: Proposal, accept: bool, *, reason: str = "rejected in the app"
+    ) -> ConsolidationOutcome:
+        """Write an accepted proposal to MEMORY.md, or record its rejection (and ``reason``)."""
         consolidator = self.engine.consolidator
         if not accept:
-            await asyncio.to_thread(consolidator.reject, proposal, "rejected in the app")
+            await asyncio.to_thread(consolidator.reject, proposal, reason)
             return ConsolidationOutcome("rejected")
         try:
             result = await asyncio.to_thread(consolidator.accept, proposal)
         except ConsolidationError as exc:
             return ConsolidationOutcome("failed", exc.message)
-        return ConsolidationOutcome("accepted", result.stats.summary)
+        return ConsolidationOutcome("accepted", result.stats.summary, written=result.written)
 
     async def _sync(self, reason: str, call: Callable[[], SyncReport]) -> IndexOutcome:
         try:

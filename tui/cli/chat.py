@@ -7,11 +7,12 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..chat.chat import ChatEngine
-from ..chat.config import ConfigError, check_setting, load_config
-from ..chat.consolidation import ConsolidationError, Proposal
+from ..chat.config import ConfigError, check_setting, config_path, load_config
+from ..chat.consolidation import Proposal
 from ..chat.events import (
     Compacted,
     CompactionFailed,
@@ -24,6 +25,7 @@ from ..chat.events import (
     TurnError,
 )
 from ..chat.sessions import SessionError, UnloggedMessagesError
+from ..chat.workbench import Workbench
 from .memory import load_model
 from .registry import CliError, Command
 
@@ -54,6 +56,12 @@ def _open(args: argparse.Namespace, *, create: bool) -> ChatEngine:
         return ChatEngine.open(config, workspace=args.workspace, create=create)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
+
+
+def _workbench(args: argparse.Namespace, engine: ChatEngine) -> Workbench:
+    """The orchestration the app uses, over ``engine`` (one ``asyncio.run`` per step)."""
+    config_file = Path(args.config).expanduser() if args.config else config_path()
+    return Workbench(engine, config_file=config_file)
 
 
 def _short(arguments: dict[str, Any], limit: int = 120) -> str:
@@ -191,11 +199,12 @@ def _run_flush(args: argparse.Namespace) -> int:
                 raise CliError(f"no session {args.session!r} (see `memdeck sessions`)")
         except SessionError as exc:
             raise CliError(str(exc)) from exc
-        ids = [args.session] if args.session else engine.flusher.sessions_with_unlogged()
+        workbench = _workbench(args, engine)
+        ids = [args.session] if args.session else asyncio.run(workbench.sessions_to_flush())
         if not ids:
             print("nothing new to log")
             return 0
-        events = engine.triggers.fire("manual", ids, "memdeck flush")
+        events = asyncio.run(workbench.flush(ids, reason="memdeck flush"))
         for event in events:
             _print_trigger(event)
         return 1 if any(e.outcome.status in ("skipped", "failed") for e in events) else 0
@@ -237,7 +246,7 @@ def _run_sessions(args: argparse.Namespace) -> int:
                 print(f"{info.id}: restored{pending}")
                 return 0
             if args.delete:
-                return _delete_session(engine, args.delete, force=args.force)
+                return _delete_session(_workbench(args, engine), args.delete, force=args.force)
         except SessionError as exc:
             raise CliError(str(exc)) from exc
         infos = engine.sessions.list()
@@ -258,12 +267,13 @@ def _run_sessions(args: argparse.Namespace) -> int:
         engine.close()
 
 
-def _delete_session(engine: ChatEngine, session_id: str, *, force: bool) -> int:
+def _delete_session(workbench: Workbench, session_id: str, *, force: bool) -> int:
+    engine = workbench.engine
     if not engine.sessions.exists(session_id):
         raise CliError(f"no session {session_id!r}")
     restore = f"`memdeck sessions --restore {session_id}`"
     try:
-        trash, event = engine.triggers.delete_session(session_id, force=force)
+        trash, event = asyncio.run(workbench.delete(session_id, force=force))
     except UnloggedMessagesError as exc:
         raise CliError(
             f"{exc}; retry when the LLM is reachable, or add --force to move it to the trash "
@@ -327,11 +337,11 @@ def _run_consolidate(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from exc
     engine = _open(args, create=False)
     try:
-        consolidator = engine.consolidator
-        try:
-            proposal = consolidator.propose(days=args.days)
-        except ConsolidationError as exc:
-            raise CliError(exc.message) from exc
+        workbench = _workbench(args, engine)
+        proposed = asyncio.run(workbench.propose_consolidation(days=args.days))
+        if proposed.proposal is None:
+            raise CliError(proposed.detail)
+        proposal = proposed.proposal
         interactive = sys.stdin.isatty()
         if args.json:
             payload = proposal.to_json()
@@ -348,16 +358,17 @@ def _run_consolidate(args: argparse.Namespace) -> int:
         else:
             apply = _ask_apply()
             if not apply:
-                consolidator.reject(proposal, reason="declined at the prompt")
+                asyncio.run(
+                    workbench.decide_consolidation(proposal, False, reason="declined at the prompt")
+                )
                 print("not applied; MEMORY.md is unchanged", file=sys.stderr)
         if apply:
-            try:
-                result = consolidator.accept(proposal)
-            except ConsolidationError as exc:
-                raise CliError(exc.message) from exc
+            decided = asyncio.run(workbench.decide_consolidation(proposal, True))
+            if decided.what == "failed":
+                raise CliError(decided.detail)
             if not args.json:
                 print(
-                    "MEMORY.md updated and re-indexed" if result.written else "nothing to write",
+                    "MEMORY.md updated and re-indexed" if decided.written else "nothing to write",
                     file=sys.stderr,
                 )
         if args.json:
@@ -427,9 +438,7 @@ COMMANDS = {
         _configure_flush,
         _run_flush,
     ),
-    "sessions": Command(
-        "list chat sessions (rename, delete)", _configure_sessions, _run_sessions
-    ),
+    "sessions": Command("list chat sessions (rename, delete)", _configure_sessions, _run_sessions),
     "usage": Command(
         "tokens (and cost, with [prices]) of today and this month per purpose and model",
         _configure_usage,

@@ -192,7 +192,7 @@ class SessionActions(Screen[None]):
 
     @work(group="lifecycle", exit_on_error=False)
     async def _delete(self, session_id: str) -> None:
-        trash = await self.workbench.delete(session_id)
+        trash, _event = await self.workbench.delete(session_id)
         self.notify(f"moved to {trash.name} in sessions/.trash", title="deleted")
         if session_id == self.active_session:
             self.active_session = None  # its flush already ran: no switch trigger
