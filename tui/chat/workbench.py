@@ -162,6 +162,11 @@ class Workbench:
         """The session-switch trigger: flush ``left`` now that ``session_id`` is open."""
         await self.fire(partial(self.engine.triggers.switch_session, session_id, left=left))
 
+    async def end_session(self) -> list[TriggerEvent]:
+        """The user closed the open session: flush it (the session-end trigger) and open none."""
+        session_id, self.active_session = self.active_session, None
+        return await self.fire(partial(self.engine.triggers.end_session, session_id))
+
     async def transcript(self, session_id: str) -> Transcript:
         """The transcript of ``session_id`` as stored."""
         return await asyncio.to_thread(self.engine.sessions.load, session_id)

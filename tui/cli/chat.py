@@ -167,12 +167,13 @@ def _run_ask(args: argparse.Namespace) -> int:
             load_model(engine.memory)
         for warning in engine.memory.sync().warnings:
             print(f"memdeck: warning: {warning}", file=sys.stderr)
-        engine.triggers.switch_session(session_id)
+        workbench = _workbench(args, engine)
+        asyncio.run(workbench.flush_left(session_id, workbench.open(session_id)))
         if args.allow_forget:
             engine.confirm_forget = _allow_forget
         status = asyncio.run(_stream_turn(engine, session_id, args.question))
         if args.flush:
-            for event in engine.triggers.end_session(session_id):
+            for event in asyncio.run(workbench.end_session()):
                 _print_trigger(event)
         return status
     finally:
