@@ -931,7 +931,8 @@ def test_search_text_cell_says_dash_without_a_text_match() -> None:
 
     assert format_text_score(0.0, -0.0) == "—"
     assert format_text_score(0.0, None) == "—"
-    assert format_text_score(0.61, -4.23) == ".61 (-4.2)"
+    assert format_text_score(0.61, -4.23) == ".61 (-4.23)"
+    assert format_text_score(0.12, -0.04) == ".12 (-0.04)"  # not "-0.0"
 
 
 async def test_a_result_shows_its_matching_lines_with_the_terms_highlighted(

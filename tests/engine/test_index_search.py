@@ -13,6 +13,7 @@ from support.workspaces import write_workspace
 from tui.engine.chunker import ChunkParams
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
+from tui.engine.inject import ALWAYS_INJECTED
 
 NOW = date(2026, 11, 22)
 
@@ -307,6 +308,19 @@ def test_searching_while_a_sync_writes(engine):
     assert len(engine.search("sailing lessons", now=NOW, threshold=0.0).results) >= 15
 
 
+def test_a_matched_memory_md_entry_is_explained_and_counted_not_cut(engine):
+    """The answer is in MEMORY.md (always in the block): the match is one of the injected
+    results, with its scores, counted as included at no extra cost, never listed as cut."""
+    injection = engine.inject("which editor theme do I prefer, dark mode?", now=NOW)
+    matched = [r for r in injection.results if r.path == "MEMORY.md"]
+    assert matched and "dark mode" in matched[0].text
+    assert matched[0].breakdown.relevance > 0
+    item = next(i for i in injection.report.included if i.location == matched[0].location)
+    assert (item.kind, item.tokens, item.reason) == ("relevant", 0, ALWAYS_INJECTED)
+    assert not any(c.location.startswith("MEMORY.md#") for c in injection.report.cut)
+    assert injection.text.count("Prefers dark mode") == 1  # not packed a second time
+
+
 def test_injection_respects_budget_and_reports_cuts(engine):
     full = engine.inject("trip to Lisbon", now=NOW)
     assert full.text.startswith("<memory-notes>\n## Long-term Memory\n")
@@ -314,10 +328,13 @@ def test_injection_respects_budget_and_reports_cuts(engine):
     assert "<!--" not in full.text
     assert full.report.tokens_used <= full.report.budget
     assert not full.report.memory_truncated
-    assert any(item.reason == "already in Long-term Memory" for item in full.report.cut) or all(
-        item.kind == "relevant" and not item.location.startswith("MEMORY.md")
-        for item in full.report.included[1:]
-    )
+    # a matched MEMORY.md entry is in the block already: included at no cost, with its scores
+    for item in full.report.included[1:]:
+        if item.location.startswith("MEMORY.md"):
+            assert (item.tokens, item.reason) == (0, ALWAYS_INJECTED)
+            assert any(r.location == item.location for r in full.results)
+        else:
+            assert item.tokens > 0 and not item.reason
 
     tight = engine.inject("trip to Lisbon", budget=60, now=NOW)
     assert tight.report.tokens_used <= 60

@@ -33,6 +33,8 @@ from .workspace import MEMORY_FILE
 
 LONG_TERM_HEADING = "## Long-term Memory"
 RELEVANT_HEADING = "## Relevant Memories"
+#: Why a matched MEMORY.md entry costs nothing: the block holds MEMORY.md already.
+ALWAYS_INJECTED = "always injected (in Long-term Memory)"
 #: The tag of the block holding everything read from memory.
 MEMORY_TAG = "memory-notes"
 #: The tag of the block holding the summary of a compacted conversation.
@@ -151,7 +153,8 @@ class Injection:
 
     text: str
     report: InjectionReport
-    #: The search results that went into the block, best first (with their score breakdown).
+    #: The search results that went into the block, best first (with their score breakdown);
+    #: a matched MEMORY.md entry is one of them (it is in the block as Long-term Memory).
     results: list[SearchResult] = field(default_factory=list)
 
 
@@ -313,14 +316,9 @@ def build_injection(
     packed: list[SearchResult] = []
     for (result, text), entry_tokens in zip(relevant_items, relevant_cost, strict=True):
         if result.path == MEMORY_FILE and result.end_line <= last_kept:
-            report.cut.append(
-                InjectedItem(
-                    "relevant",
-                    result.location,
-                    0,
-                    result.score,
-                    "already in Long-term Memory",
-                )
+            packed.append(result)  # in the block already: shown and counted, at no cost
+            report.included.append(
+                InjectedItem("relevant", result.location, 0, result.score, ALWAYS_INJECTED)
             )
             continue
         tokens = entry_tokens

@@ -20,10 +20,11 @@ def format_score(value: float | None) -> str:
 
 
 def format_text_score(text: float, bm25: float | None) -> str:
-    """``.61 (4.2)``: the text score and the raw bm25 rank; ``—`` without a text match."""
+    """``.61 (-4.23)``: the text score and the raw bm25 rank (two decimals, as the command line
+    prints it: a weak match's ``-0.04`` must not read ``-0.0``); ``—`` without a text match."""
     if bm25 is None or (text <= 0 and abs(bm25) < 1e-9):
         return "—"
-    return f"{format_score(text)} ({bm25:.1f})"
+    return f"{format_score(text)} ({bm25:.2f})"
 
 
 def format_source(path: str, start_line: int, end_line: int) -> str:

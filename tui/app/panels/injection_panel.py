@@ -19,8 +19,9 @@ from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_score, format_text_score
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MODEL_STARTING, MemoryEngine
-from tui.engine.inject import Injection, InjectionReport
+from tui.engine.inject import ALWAYS_INJECTED, Injection, InjectionReport
 from tui.engine.search import SearchResult
+from tui.engine.workspace import MEMORY_FILE
 
 #: Keystrokes closer together than this are coalesced into one preview.
 PREVIEW_DEBOUNCE_S = 0.12
@@ -67,7 +68,7 @@ def describe_items(report: InjectionReport) -> Text:
         lines.append("✓ ", style="bold green")
         lines.append(item.location)
         lines.append(f" ({format_score(item.score)})", style="dim")
-        lines.append(f" · {item.tokens} tokens", style="dim")
+        lines.append(f" · {item.reason or f'{item.tokens} tokens'}", style="dim")
     for item in report.cut:
         if lines:
             lines.append("\n")
@@ -87,14 +88,16 @@ def describe_breakdown(result: SearchResult) -> Text:
     """One injected memory of a past turn with its score breakdown::
 
     ✓ memory/2026-11-20.md#L3-4  .82
-      relevance .82 = max(hybrid .82, near —) · recency 1.00 · window 1.00 · conf medium .90
-      hybrid: vector .91 · text .61 (4.2)
+      relevance .82 = max(hybrid .82, near —) · recency 1.00 (decay .95) · window 1.00 · conf medium .90
+      hybrid: vector .91 · text .61 (-4.23)
     """
     b = result.breakdown
     line = Text()
     line.append("✓ ", style="bold green")
     line.append(result.location)
     line.append(f"  {format_score(result.score)}")
+    if result.path == MEMORY_FILE:
+        line.append(f"  {ALWAYS_INJECTED}", style="italic")
     near = format_score(b.neighbour) if b.neighbour > b.hybrid else "—"
     update = f", linked {format_score(b.linked)}" if b.linked > 0 else ""
     if b.superseded < 1:
@@ -104,6 +107,7 @@ def describe_breakdown(result: SearchResult) -> Text:
     line.append(
         f"\n  relevance {format_score(b.relevance)} = max(hybrid {format_score(b.hybrid)},"
         f" near {near}{update} · recency {format_score(b.recency)}"
+        f" (decay {format_score(b.decay)})"
         f" · window {format_score(b.time_window)}"
         f" · conf {b.confidence} {format_score(b.confidence_weight)}",
         style="dim",
