@@ -53,7 +53,8 @@ async def test_f1_explains_the_focused_widget_and_its_keys(engine: ChatEngine) -
         for binding_id in ("app.flush", "app.new_session", "chat_input.history_previous"):
             assert f"`{binding_id}`" in screen.keys
         formula = screen.query_one("#help-formula", Markdown).source
-        assert score_formula(engine.memory.search_options) in formula
+        for line in score_formula(engine.memory.search_options).splitlines():
+            assert f"- {line}" in formula  # a list: each line wraps to the width
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen), "help closed")
 

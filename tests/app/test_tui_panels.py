@@ -979,8 +979,9 @@ def test_the_search_help_shows_the_score_formula(engine: MemoryEngine) -> None:
     from tui.engine.search import score_formula
 
     panel = SearchPanel(engine, now=NOW)
-    assert score_formula(engine.search_options) in panel.help_text
-    assert score_formula(engine.search_options) in widget_help(panel)
+    for line in score_formula(engine.search_options).splitlines():
+        assert f"- {line}" in panel.help_text
+        assert f"- {line}" in widget_help(panel)
 
 
 def test_stats_show_the_app_s_memory_and_the_embedding_helper_s() -> None:

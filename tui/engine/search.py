@@ -93,6 +93,29 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
             f" + {number(options.text_weight / total)}·text   (text alone without vectors)"
         )
     confidence = " · ".join(f"{name} {number(w)}" for name, w in CONFIDENCE_WEIGHTS.items())
+    if not options.decay:
+        decay = "decay = 1   (dates are ignored: decay is off)"
+        recency = "recency = 1"
+        window = "time_window = 1"
+    else:
+        decay = (
+            f"decay = 0.5^(age in days / {options.half_life_days:g}) for a dated"
+            " daily-log entry, 1 for MEMORY.md   (shown; it weighs in only through recency)"
+        )
+        factor = f"{number(DECAY_FLOOR)} + {number(1 - DECAY_FLOOR)}·decay"
+        recency = {
+            "always": f"recency = {factor}",
+            "never": "recency = 1   (age never weighs in)",
+        }.get(
+            options.recency,
+            f"recency = {factor} when the question asks about the present"
+            " (now, currently, these days), else 1",
+        )
+        window = (
+            "time_window = 1 inside the time the question names (a day of slack) or when it names"
+            f" none; {number(WINDOW_OUTSIDE)} for a dated entry outside it,"
+            f" {number(WINDOW_UNDATED)} for MEMORY.md"
+        )
     return "\n".join(
         [
             "score = relevance · recency · time_window · superseded · confidence",
@@ -103,6 +126,9 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
             f"superseded = {number(SUPERSEDED)} for an entry a newer one changed"
             " (current-state questions), else 1",
             hybrid,
+            recency,
+            decay,
+            window,
             f"confidence = {confidence}",
         ]
     )

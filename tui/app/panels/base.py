@@ -27,6 +27,12 @@ def format_text_score(text: float, bm25: float | None) -> str:
     return f"{format_score(text)} ({bm25:.2f})"
 
 
+def formula_markdown(formula: str) -> str:
+    """The score formula's lines as a Markdown list: each wraps to the width of the help (a
+    code block cut them at its edge)."""
+    return "\n".join(f"- {line}" for line in formula.splitlines())
+
+
 def format_source(path: str, start_line: int, end_line: int) -> str:
     """A chunk's source as ``path:Lstart-Lend``."""
     return f"{path}:L{start_line}-{end_line}"

@@ -18,7 +18,13 @@ from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
 from tui.app.messages import while_attached
-from tui.app.panels.base import EnginePanel, format_score, format_source, format_text_score
+from tui.app.panels.base import (
+    EnginePanel,
+    format_score,
+    format_source,
+    format_text_score,
+    formula_markdown,
+)
 from tui.engine.engine import MemoryEngine
 from tui.engine.search import Breakdown, SearchResponse, SearchResult, score_formula
 from tui.engine.textsearch import query_terms
@@ -188,9 +194,7 @@ query's words highlighted.
 
 How the score is computed:
 
-```
 {formula}
-```
 """
 
     BINDINGS = [
@@ -244,7 +248,9 @@ How the score is computed:
     ) -> None:
         super().__init__(engine, now=now, name=name, id=id, classes=classes)
         # F1 shows the formula of the options this engine searches with.
-        self.help_text = self.HELP.replace("{formula}", score_formula(engine.search_options))
+        self.help_text = self.HELP.replace(
+            "{formula}", formula_markdown(score_formula(engine.search_options))
+        )
         self.response: SearchResponse | None = None
         self._generation = 0
         self._debounce: Timer | None = None

@@ -10,6 +10,8 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
+from tui.app.panels.base import formula_markdown
+
 GENERAL_HELP = """\
 ## memdeck
 
@@ -105,10 +107,10 @@ class HelpScreen(ModalScreen[None]):
                         '`[keymap]` `"app.flush" = "ctrl+g"`.\n\n' + self.keys,
                         id="help-keys",
                     )
-                if self.formula and self.formula not in self.widget_help:
+                formula = formula_markdown(self.formula)
+                if self.formula and formula not in self.widget_help:
                     yield Markdown(
-                        "### How search scores a memory\n\n```\n" + self.formula + "\n```",
-                        id="help-formula",
+                        "### How search scores a memory\n\n" + formula, id="help-formula"
                     )
             yield Static("Escape closes · ctrl+p lists every command", id="help-footer")
 
