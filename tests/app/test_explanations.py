@@ -6,10 +6,14 @@ fixtures and helpers in ``tests/app/conftest.py`` and ``tests/support/pilot.py``
 
 from __future__ import annotations
 
+import pytest
 from support.fakeopenai import FakeOpenAI
 from support.pilot import SIZE, build_app, ready, send, text_of, wait_until
-from textual.widgets import Static
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Markdown, Static, Tree
 
+from tui.app.app import MemdeckApp
+from tui.app.panels.search_panel import SearchPanel
 from tui.chat.chat import ChatEngine
 from tui.engine.inject import ALWAYS_INJECTED
 
@@ -41,3 +45,84 @@ async def test_why_explains_an_answer_found_in_memory_md(
         assert "0 relevant" not in budget
         meta = text_of(app.main_screen.chat_pane.messages[-1].query_one(".message-meta", Static))
         assert "0 relevant" not in meta
+
+
+async def search_for(pilot: Pilot, app: MemdeckApp, query: str) -> SearchPanel:
+    """Show the Search tab, run ``query`` and put focus on the results."""
+    panels = app.main_screen.memory_panels
+    panels.show_tab("search")
+    panel = panels.search_panel
+    panel.set_query(query)
+    await wait_until(
+        pilot, lambda: panel.response is not None and panel.response.results, "results"
+    )
+    panel.query_one("#search-results", DataTable).focus()
+    await pilot.pause()
+    return panel
+
+
+async def test_enter_on_a_daily_log_result_opens_its_entry_in_daily(engine: ChatEngine) -> None:
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await search_for(pilot, app, "hotels in Alfama")
+        assert panel.response is not None
+        top = panel.response.results[0]
+        assert top.path == "memory/2026-11-20.md"
+        await pilot.press("enter")
+        panels = app.main_screen.memory_panels
+        await wait_until(pilot, lambda: panels.active_tab == "daily", "the Daily tab")
+        daily = panels.daily_tree
+        title = daily.query_one("#daily-title", Static)
+        await wait_until(
+            pilot, lambda: text_of(title).startswith("memory/2026-11-20.md:L3"), "the entry"
+        )
+        assert "Alfama" in daily.query_one("#daily-view", Markdown).source
+        await wait_until(
+            pilot,
+            lambda: (cursor := daily.query_one("#daily-tree", Tree).cursor_node) is not None
+            and cursor.data is not None
+            and cursor.data.key == "memory/2026-11-20.md#L3",
+            "the tree's cursor on the entry",
+        )
+
+
+async def test_enter_on_a_memory_md_result_puts_the_editor_cursor_on_it(
+    engine: ChatEngine,
+) -> None:
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await search_for(pilot, app, "green tea or coffee")
+        assert panel.response is not None
+        top = panel.response.results[0]
+        assert top.path == "MEMORY.md"
+        await pilot.press("enter")
+        panels = app.main_screen.memory_panels
+        editor = panels.memory_editor.text_area
+        await wait_until(pilot, lambda: app.focused is editor, "the editor focused")
+        assert panels.active_tab == "memory"
+        assert editor.cursor_location == (top.start_line - 1, 0)
+        assert "green tea" in editor.document.get_line(top.start_line - 1)
+
+
+async def test_e_opens_the_result_in_editor_or_says_how(
+    engine: ChatEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No $EDITOR: one line says what to set; in the query box, e is a letter of the query."""
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await search_for(pilot, app, "hotels in Alfama")
+        await pilot.press("e")
+        await wait_until(
+            pilot,
+            lambda: any("$EDITOR" in str(n.message) for n in app._notifications),
+            "the notice",
+        )
+        panel.action_focus_query()
+        await pilot.pause()
+        await pilot.press("e")
+        assert panel.query_text.endswith("e")

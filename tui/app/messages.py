@@ -1,5 +1,5 @@
-"""The one message several widgets share (memory files changed), and the guard every handler
-of a worker's result wears (:func:`while_attached`).
+"""The messages several widgets share (memory files changed, open a memory's entry), and the
+guard every handler of a worker's result wears (:func:`while_attached`).
 
 Every other message is nested on the widget or screen that posts it (``SessionList.Chosen``,
 ``ChatPane.TurnFinished``, ``DailyTree.Loaded``, ...), as Textual's guide suggests.
@@ -65,3 +65,12 @@ class MemoryChanged(Message):
     def of(cls, change: MemoryChange) -> MemoryChanged:
         """The message for a change the engine published."""
         return cls(list(change.paths), change.origin, change.report)
+
+
+@dataclass
+class OpenEntry(Message):
+    """Show the entry at ``path`` (workspace-relative) line ``line``: MEMORY.md in the editor,
+    a daily log in the Daily view (posted by a search result or an injected memory)."""
+
+    path: str
+    line: int

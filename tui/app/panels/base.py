@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from datetime import date
 
+from rich.text import Text
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from tui.engine.engine import MemoryEngine
+from tui.engine.inject import ALWAYS_INJECTED
+from tui.engine.search import SearchResult
+from tui.engine.workspace import MEMORY_FILE
 
 
 def format_score(value: float | None) -> str:
@@ -36,6 +40,44 @@ def formula_markdown(formula: str) -> str:
 def format_source(path: str, start_line: int, end_line: int) -> str:
     """A chunk's source as ``path:Lstart-Lend``."""
     return f"{path}:L{start_line}-{end_line}"
+
+
+def describe_breakdown(
+    result: SearchResult, *, injected: bool = True, location: str | None = None
+) -> Text:
+    """A memory with its score breakdown (an injected one in why?, the selected search result)::
+
+    ✓ memory/2026-11-20.md#L3-4  .82
+      relevance .82 = max(hybrid .82, near —) · recency 1.00 (decay .95) · window 1.00 · conf medium .90
+      hybrid: vector .91 · text .61 (-4.23)
+    """
+    b = result.breakdown
+    line = Text()
+    if injected:
+        line.append("✓ ", style="bold green")
+    line.append(location or result.location, style="" if injected else "bold")
+    line.append(f"  {format_score(result.score)}")
+    if result.path == MEMORY_FILE:
+        line.append(f"  {ALWAYS_INJECTED}", style="italic")
+    near = format_score(b.neighbour) if b.neighbour > b.hybrid else "—"
+    update = f", linked {format_score(b.linked)}" if b.linked > 0 else ""
+    if b.superseded < 1:
+        update += f") · superseded {format_score(b.superseded)}"
+    else:
+        update += ")"
+    line.append(
+        f"\n  relevance {format_score(b.relevance)} = max(hybrid {format_score(b.hybrid)},"
+        f" near {near}{update} · recency {format_score(b.recency)}"
+        f" (decay {format_score(b.decay)})"
+        f" · window {format_score(b.time_window)}"
+        f" · conf {b.confidence} {format_score(b.confidence_weight)}",
+        style="dim",
+    )
+    line.append(
+        f"\n  hybrid: vector {format_score(b.vector)} · text {format_text_score(b.text, b.bm25)}",
+        style="dim",
+    )
+    return line
 
 
 class EnginePanel(Widget):

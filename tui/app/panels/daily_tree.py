@@ -205,6 +205,8 @@ New entries appear as flushes write them.
         self._view_generation = 0  # the latest read of the shown log; older ones are dropped
         #: Outlines by path with the (size, mtime) they were parsed at (the worker's cache).
         self._outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
+        #: An entry asked for (:meth:`show_entry`) before the logs were listed.
+        self._entry_after_load: tuple[str, int] | None = None
 
     def compose(self) -> ComposeResult:
         tree: Tree[_NodeRef] = Tree("memory/", id="daily-tree")
@@ -225,6 +227,31 @@ New entries appear as flushes write them.
         """Reload when a daily log changed (an empty list means anything may have)."""
         if not paths or any(path.startswith(MEMORY_DIR + "/") for path in paths):
             self.reload()
+
+    def show_entry(self, path: str, line: int) -> None:
+        """Show the entry of the daily log ``path`` that holds ``line`` (the whole log if no
+        entry does), with the tree's cursor on it; once the logs are listed, if they are not yet."""
+        log = next((log for log in self.logs if log.path == path), None)
+        if log is None:
+            self._entry_after_load = (path, line)
+            return
+        entry = next((e for e in log.entries if e.start_line <= line <= e.end_line), None)
+        key = f"{path}#L{entry.start_line}" if entry is not None else path
+        tree = self.query_one("#daily-tree", Tree)
+        for node in list(tree.root.children):
+            if node.data is not None and node.data.key == log.month:
+                self._fill(node)
+                node.expand()
+                for child in node.children:
+                    if child.data is not None and child.data.key == path:
+                        self._fill(child)
+                        child.expand()
+        target = next((n for n in _walk(tree.root) if n.data and n.data.key == key), None)
+        if target is not None:
+            # Line numbers exist once the tree has laid out the nodes just expanded.
+            self.call_after_refresh(tree.move_cursor, target)
+        self._shown = (path, key if entry is not None else "")
+        self._show_selected()
 
     @work(thread=True, exclusive=True, group="daily-logs", exit_on_error=False)
     def _load_logs(self) -> None:
@@ -285,6 +312,11 @@ New entries appear as flushes write them.
                 # Line numbers exist once the tree has laid out its new nodes.
                 self.call_after_refresh(tree.move_cursor, node)
                 break
+        if self._entry_after_load is not None:
+            path, line = self._entry_after_load
+            self._entry_after_load = None
+            self.show_entry(path, line)
+            return
         self._show_selected()
 
     def _fill(self, node: TreeNode[_NodeRef], expanded: set[str] | None = None) -> None:

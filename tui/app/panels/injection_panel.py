@@ -16,12 +16,10 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tui.app.messages import while_attached
-from tui.app.panels.base import EnginePanel, format_score, format_text_score
+from tui.app.panels.base import EnginePanel, describe_breakdown, format_score
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MODEL_STARTING, MemoryEngine
-from tui.engine.inject import ALWAYS_INJECTED, Injection, InjectionReport
-from tui.engine.search import SearchResult
-from tui.engine.workspace import MEMORY_FILE
+from tui.engine.inject import Injection, InjectionReport
 
 #: Keystrokes closer together than this are coalesced into one preview.
 PREVIEW_DEBOUNCE_S = 0.12
@@ -82,41 +80,6 @@ def describe_items(report: InjectionReport) -> Text:
             lines.append("\n")
         lines.append("ℹ " + note, style="italic")
     return lines
-
-
-def describe_breakdown(result: SearchResult) -> Text:
-    """One injected memory of a past turn with its score breakdown::
-
-    ✓ memory/2026-11-20.md#L3-4  .82
-      relevance .82 = max(hybrid .82, near —) · recency 1.00 (decay .95) · window 1.00 · conf medium .90
-      hybrid: vector .91 · text .61 (-4.23)
-    """
-    b = result.breakdown
-    line = Text()
-    line.append("✓ ", style="bold green")
-    line.append(result.location)
-    line.append(f"  {format_score(result.score)}")
-    if result.path == MEMORY_FILE:
-        line.append(f"  {ALWAYS_INJECTED}", style="italic")
-    near = format_score(b.neighbour) if b.neighbour > b.hybrid else "—"
-    update = f", linked {format_score(b.linked)}" if b.linked > 0 else ""
-    if b.superseded < 1:
-        update += f") · superseded {format_score(b.superseded)}"
-    else:
-        update += ")"
-    line.append(
-        f"\n  relevance {format_score(b.relevance)} = max(hybrid {format_score(b.hybrid)},"
-        f" near {near}{update} · recency {format_score(b.recency)}"
-        f" (decay {format_score(b.decay)})"
-        f" · window {format_score(b.time_window)}"
-        f" · conf {b.confidence} {format_score(b.confidence_weight)}",
-        style="dim",
-    )
-    line.append(
-        f"\n  hybrid: vector {format_score(b.vector)} · text {format_text_score(b.text, b.bm25)}",
-        style="dim",
-    )
-    return line
 
 
 class InjectionPanel(EnginePanel):

@@ -162,6 +162,8 @@ entry's confidence and history.
         super().__init__(engine, name=name, id=id, classes=classes)
         #: The file as it was when the buffer was last loaded from or saved to disk.
         self.base: MemoryFileState | None = None
+        #: A line asked for (:meth:`go_to_line`) before the file was loaded.
+        self._line_after_load: int | None = None
         self._pending_disk: MemoryFileState | None = None
         self._asking = False
         self._saving = False
@@ -192,6 +194,16 @@ entry's confidence and history.
     def is_dirty(self) -> bool:
         """True when the buffer has edits that are not on disk."""
         return self.base is not None and self.text_area.text != self.base.text
+
+    def go_to_line(self, line: int) -> None:
+        """Put the cursor at the start of ``line`` (1-based) in the middle of the view (once
+        the file is loaded)."""
+        if self.base is None:
+            self._line_after_load = line
+            return
+        area = self.text_area
+        row = min(max(0, line - 1), max(0, area.document.line_count - 1))
+        area.move_cursor((row, 0), center=True)
 
     def file_changed_on_disk(self) -> None:
         """MEMORY.md may have changed outside the editor: re-read it and follow or ask."""
@@ -323,6 +335,9 @@ entry's confidence and history.
         area.move_cursor((min(cursor[0], last_row), cursor[1]))
         self.base = state
         self._pending_disk = None
+        if self._line_after_load is not None:
+            line, self._line_after_load = self._line_after_load, None
+            self.go_to_line(line)
         if state.notice:  # not read (the path guard refused it): say why at once
             self._set_status(state.notice, warning=True)
         else:

@@ -13,7 +13,7 @@ from textual.signal import Signal
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
-from tui.app.messages import MemoryChanged
+from tui.app.messages import MemoryChanged, OpenEntry
 from tui.app.panels.base import EnginePanel
 from tui.app.panels.daily_tree import DailyTree
 from tui.app.panels.injection_panel import InjectionPanel
@@ -23,6 +23,7 @@ from tui.app.panels.stats_panel import StatsPanel
 from tui.app.textual_compat import ContentTabs
 from tui.engine.engine import MemoryChange, MemoryEngine
 from tui.engine.index import SyncReport
+from tui.engine.workspace import MEMORY_FILE
 
 #: Tab pane ids, in display order, with their titles.
 TABS = {
@@ -244,6 +245,18 @@ tab in this session.
         else:
             self.chosen_tab = pane_id  # a click on a tab, or a key of the tabs themselves
         self.post_message(self.TabShown(pane_id, TABS.get(pane_id, pane_id)))
+
+    @on(OpenEntry)
+    def _open_entry(self, message: OpenEntry) -> None:
+        """A result or an injected memory was chosen: show its entry where it can be read
+        (a daily log) or edited (MEMORY.md)."""
+        message.stop()
+        if message.path == MEMORY_FILE:
+            self.show_tab("memory", focus=True)
+            self.memory_editor.go_to_line(message.line)
+        else:
+            self.show_tab("daily", focus=True)
+            self.daily_tree.show_entry(message.path, message.line)
 
     def preview(self, draft: str) -> None:
         """The chat draft changed (every keystroke): update the injection preview."""

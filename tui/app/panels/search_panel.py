@@ -17,9 +17,10 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
-from tui.app.messages import while_attached
+from tui.app.messages import OpenEntry, while_attached
 from tui.app.panels.base import (
     EnginePanel,
+    describe_breakdown,
     format_score,
     format_source,
     format_text_score,
@@ -35,16 +36,18 @@ SEARCH_DEBOUNCE_S = 0.25
 #: Lines of file context shown above and below a selected chunk.
 CONTEXT_LINES = 3
 
+#: The table's columns: the source first, whole, so no width cuts it.
 COLUMNS = (
+    "source",
     "score",
     "vector",
     "text (bm25)",
     "near",
     "update",
     "recency",
+    "decay",
     "window",
     "conf",
-    "source",
 )
 
 
@@ -76,15 +79,16 @@ def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
     b = result.breakdown
     text = format_text_score(b.text, b.bm25)
     return (
+        format_source(result.path, result.start_line, result.end_line),
         format_score(result.score),
         format_score(b.vector),
         text,
         format_score(b.neighbour) if b.neighbour > b.hybrid else "—",
         format_update(b),
         format_score(b.recency),
+        format_score(b.decay),
         format_score(b.time_window),
         b.confidence,
-        format_source(result.path, result.start_line, result.end_line),
     )
 
 
@@ -206,6 +210,13 @@ How the score is computed:
             tooltip="Focus the search box",
             show=False,
         ),
+        Binding(
+            "e",
+            "open_in_editor",
+            "$EDITOR",
+            id="search_panel.open_in_editor",
+            tooltip="Open the selected result in $EDITOR at its line",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -225,7 +236,7 @@ How the score is computed:
         max-height: 45%;
     }
     SearchPanel #search-context-title {
-        height: 1;
+        height: auto;
         padding: 0 1;
         background: $boost;
     }
@@ -343,7 +354,28 @@ How the score is computed:
 
     @on(DataTable.RowSelected, "#search-results")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        self.query_one("#search-context-scroll", VerticalScroll).focus()
+        """Enter on a result opens its entry (MEMORY.md in the editor, a log in Daily)."""
+        result = self._result_for(event.row_key.value)
+        if result is not None:
+            self.post_message(OpenEntry(result.path, result.start_line))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The editor key acts on the selected row, so it is offered only in the table."""
+        if action == "open_in_editor":
+            return self.screen.focused is self.query_one("#search-results", DataTable)
+        return True
+
+    def action_open_in_editor(self) -> None:
+        """Open the selected result in $VISUAL / $EDITOR at its first line."""
+        table = self.query_one("#search-results", DataTable)
+        result = self._result_for(str(table.cursor_row)) if table.row_count else None
+        if result is None:
+            return
+        from tui.app.external_editor import open_in_editor
+
+        problem = open_in_editor(self.app, self.engine.workspace, result.path, result.start_line)
+        if problem:
+            self.notify(problem, title="editor", severity="warning")
 
     def _result_for(self, key: str | None) -> SearchResult | None:
         if self.response is None or key is None:
@@ -352,6 +384,11 @@ How the score is computed:
         return self.response.results[index] if index < len(self.response.results) else None
 
     def _show_context(self, result: SearchResult) -> None:
+        """The selected result: every part of its score above its lines in the file."""
+        location = format_source(result.path, result.start_line, result.end_line)
+        title = describe_breakdown(result, injected=False, location=location)
+        title.append("\n  enter opens the entry · e opens it in $EDITOR", style="dim italic")
+        self.query_one("#search-context-title", Static).update(title)
         self._read_context(result)
 
     @work(thread=True, exclusive=True, group="search-context", exit_on_error=False)
@@ -383,7 +420,6 @@ How the score is computed:
     @on(ContextReady)
     @while_attached
     def _context_ready(self, message: ContextReady) -> None:
-        self.query_one("#search-context-title", Static).update(Text(message.location, style="bold"))
         context = self.query_one("#search-context", Static)
         if message.error:
             context.update(Text(message.error, style="red"))
