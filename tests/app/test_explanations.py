@@ -10,10 +10,11 @@ import pytest
 from support.fakeopenai import FakeOpenAI
 from support.pilot import SIZE, build_app, ready, send, text_of, wait_until
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Markdown, Static, Tree
+from textual.widgets import DataTable, Input, Markdown, Static, TextArea, Tree
 
 from tui.app.app import MemdeckApp
 from tui.app.panels.search_panel import SearchPanel
+from tui.app.screens.help_screen import HelpScreen
 from tui.chat.chat import ChatEngine
 from tui.engine.inject import ALWAYS_INJECTED
 
@@ -126,3 +127,78 @@ async def test_e_opens_the_result_in_editor_or_says_how(
         await pilot.pause()
         await pilot.press("e")
         assert panel.query_text.endswith("e")
+
+
+async def test_a_query_typed_in_search_survives_a_sent_message(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    server.enqueue(FakeOpenAI.text("Noted."), FakeOpenAI.text("Noted again."))
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        search = app.main_screen.memory_panels.search_panel
+        await send(pilot, "which hotels in Lisbon did I look at?")
+        # not typed by the user: the search follows the conversation
+        await wait_until(pilot, lambda: search.query_text.startswith("which hotels"), "followed")
+        app.main_screen.memory_panels.show_tab("search", focus=True)
+        await wait_until(pilot, lambda: search.query_one(Input).has_focus, "the query box")
+        await pilot.press("ctrl+u", *"bike brake")
+        await send(pilot, "and the dog?")
+        await pilot.pause(0.3)
+        assert search.query_text == "bike brake"
+
+
+async def test_switching_sessions_leaves_the_other_session_s_why(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    server.enqueue(FakeOpenAI.text("Alfama."))
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "which hotels in Lisbon did I look at?")
+        await pilot.press("ctrl+o")
+        panel = app.main_screen.memory_panels.injection_panel
+        await wait_until(pilot, lambda: panel.turn is not None, "the why? view")
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: panel.turn is None, "the live preview")
+
+
+@pytest.mark.parametrize("tab_key", ["f4", "f3", "ctrl+o"])
+async def test_typing_in_a_panel_without_a_text_field_goes_to_the_message_box(
+    engine: ChatEngine, server: FakeOpenAI, tab_key: str
+) -> None:
+    """F4 focuses the Daily tree; F3's results table after Tab; ctrl+o the why? view."""
+    server.enqueue(FakeOpenAI.text("Alfama."))
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        if tab_key == "ctrl+o":
+            await send(pilot, "which hotels in Lisbon did I look at?")
+        await pilot.press(tab_key)
+        if tab_key == "f3":
+            await wait_until(pilot, lambda: isinstance(app.focused, Input), "the query box")
+            await pilot.press("tab")
+        panels = app.main_screen.memory_panels
+        await wait_until(
+            pilot,
+            lambda: app.focused is not None and panels in app.focused.ancestors,
+            "focus in the panel",
+        )
+        assert not isinstance(app.focused, Input | TextArea)
+        await pilot.press(*"hi there")
+        chat_input = app.main_screen.chat_pane.chat_input
+        await wait_until(pilot, lambda: chat_input.value == "hi there", "the typed text")
+        assert app.focused is chat_input
+
+
+async def test_question_mark_opens_help_outside_text_fields(engine: ChatEngine) -> None:
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat_input = app.main_screen.chat_pane.chat_input
+        await pilot.press("question_mark")  # in the message box it is a character
+        assert chat_input.value == "?"
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: isinstance(app.focused, Tree), "the Daily tree")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")

@@ -123,7 +123,9 @@ def test_a_terminated_app_keeps_unsaved_edits_in_a_recovery_copy(tmp_path: Path)
     Workspace.open(root)
     (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
     env = memdeck_env(None, tmp_path)
-    screen = drive_in_a_pty(root, env, [b"\x1b[15~", b"\x1b[1;5F", b"\r" + TYPED.encode()])
+    # F5, and once the editor says the file is loaded (it has focus by then), ctrl+end and a line
+    keys = [(b"\x1b[15~", b"MEMORY.md \xc2\xb7 loaded"), (b"\x1b[1;5F", None)]
+    screen = drive_in_a_pty(root, env, [*keys, (b"\r" + TYPED.encode(), None)])
     assert TYPED.encode() in screen, screen[-2000:]
     assert (root / "MEMORY.md").read_text(encoding="utf-8") == MEMORY
     copies = list((root / ".memdeck" / "recovery").glob("MEMORY.md.*"))
@@ -135,9 +137,12 @@ def test_a_terminated_app_keeps_unsaved_edits_in_a_recovery_copy(tmp_path: Path)
 _ANSI = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[PX^_].*?\x1b\\|\x1b.")
 
 
-def drive_in_a_pty(root: Path, env: dict[str, str], keys: list[bytes]) -> bytes:
-    """Start ``memdeck`` in a pseudo-terminal, send ``keys`` once the screen is up, wait for
-    the typed text, then SIGTERM it; return what it showed (without escapes)."""
+def drive_in_a_pty(
+    root: Path, env: dict[str, str], keys: list[tuple[bytes, bytes | None]]
+) -> bytes:
+    """Start ``memdeck`` in a pseudo-terminal, send ``keys`` once the screen is up (each one
+    then waiting for its marker on screen, if it has one), wait for the typed text, then
+    SIGTERM it; return what it showed (without escapes)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
     process = subprocess.Popen(
@@ -171,8 +176,10 @@ def drive_in_a_pty(root: Path, env: dict[str, str], keys: list[bytes]) -> bytes:
     try:
         assert read_until(b"Inject", 60), _ANSI.sub(b"", seen)[-2000:]
         time.sleep(1.0)
-        for key in keys:
+        for key, marker in keys:
             os.write(master, key)
+            if marker is not None:
+                assert read_until(marker, 30), _ANSI.sub(b"", seen)[-2000:]
             time.sleep(0.5)
         assert read_until(b"typed in the editor", 30), _ANSI.sub(b"", seen)[-2000:]
         # The header's "● MEMORY.md unsaved" is checked in-process (a terminal under load may

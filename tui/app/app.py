@@ -101,6 +101,14 @@ class MemdeckApp(App[int]):
             tooltip="Explain the focused widget and its keys",
         ),
         Binding(
+            "question_mark",
+            "show_help",
+            "help",
+            id="app.help_question_mark",
+            tooltip="Help, outside text fields (F1 is taken by some terminals)",
+            show=False,
+        ),
+        Binding(
             "ctrl+q",
             "quit",
             "quit",

@@ -184,10 +184,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
         it within ``debounce`` are coalesced into one rebuild when typing pauses (trailing edge).
         """
         self.draft = draft
-        if self.turn is not None:  # typing brings the live preview back
-            self.turn = None
-            if self.injection is not None:
-                self._render_injection(self.injection)
+        self.show_live()  # typing brings the live preview back
         idle = self._debounce_timer is None
         if idle and time.monotonic() - self._last_start >= self.debounce:
             self._start_preview()
@@ -253,6 +250,13 @@ updated as you type (long-term memory first, then relevant memories found for yo
         cuts_widget = self.query_one("#inject-cuts", Static)
         cuts_widget.update(items)
         cuts_widget.set_class(not items, "-empty")
+
+    def show_live(self) -> None:
+        """Leave a past turn's why? for the live preview of the draft (typing, another session)."""
+        if self.turn is not None:
+            self.turn = None
+            if self.injection is not None:
+                self._render_injection(self.injection)
 
     def show_turn(self, turn: TurnInjection) -> None:
         """Show what a past turn injected, as recorded in its transcript, with each memory's

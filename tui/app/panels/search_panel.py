@@ -263,6 +263,9 @@ How the score is computed:
             "{formula}", formula_markdown(score_formula(engine.search_options))
         )
         self.response: SearchResponse | None = None
+        #: The query in the box was typed by the user (not put there by the app): the app
+        #: leaves it alone (see :meth:`follow_conversation`).
+        self.query_typed = False
         self._generation = 0
         self._debounce: Timer | None = None
 
@@ -290,6 +293,11 @@ How the score is computed:
             query_input.value = text
         self.run_search()
 
+    def follow_conversation(self, text: str) -> None:
+        """A turn was sent: search its text, unless the user typed a query of their own."""
+        if not self.query_typed:
+            self.set_query(text)
+
     def run_search(self) -> None:
         """Search for the query in the box now (cancels a pending or running search)."""
         if self._debounce is not None:
@@ -308,6 +316,7 @@ How the score is computed:
 
     @on(Input.Changed, "#search-query")
     def _query_edited(self) -> None:
+        self.query_typed = bool(self.query_text.strip())
         if self._debounce is not None:
             self._debounce.stop()
         self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, self.run_search)

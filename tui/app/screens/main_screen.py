@@ -26,7 +26,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP
@@ -460,9 +460,7 @@ class MainScreen(SessionActions):
 
     def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
         self.session_list.reload()
-        search = self.memory_panels.search_panel
-        if not search.has_focus_within:
-            search.set_query(message.user_text)
+        self.memory_panels.search_panel.follow_conversation(message.user_text)
 
     def action_why(self) -> None:
         """Why did these memories surface? What the last turn injected, as recorded in its
@@ -542,12 +540,22 @@ class MainScreen(SessionActions):
             self.remove_class("-show-sessions")
 
     def on_key(self, event: events.Key) -> None:
-        """Typing with nothing focused goes to the message box (typed text is never lost)."""
-        if self.focused is None and self.ready and event.is_printable and event.character:
-            event.stop()
-            self.action_focus_chat()
-            chat_input = self.chat_pane.chat_input
-            chat_input.insert_text_at_cursor(event.character)
+        """Typing where nothing takes text (nothing focused, or a memory panel's tree, table or
+        view) goes to the message box: typed text is never lost. Keys bound there (``e``,
+        ``?``) and space (it opens tree nodes) keep their meaning."""
+        if not (self.ready and event.is_printable and event.character) or event.key == "space":
+            return
+        focused = self.focused
+        if focused is not None and (
+            isinstance(focused, Input | TextArea)
+            or self.memory_panels not in focused.ancestors_with_self
+        ):
+            return
+        if event.key in self.active_bindings:
+            return
+        event.stop()
+        self.action_focus_chat()
+        self.chat_pane.chat_input.insert_text_at_cursor(event.character)
 
     def _on_memory_editor_dirty_changed(self, message: MemoryEditor.DirtyChanged) -> None:
         self.header.unsaved_memory = message.dirty

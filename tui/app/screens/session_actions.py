@@ -86,10 +86,13 @@ class SessionActions(Screen[None]):
 
     def watch_active_session(self, session_id: str | None) -> None:
         """The title follows once the transcript or the session list says it; the Inject tab
-        comes forward again while typing (a tab chosen in the last session no longer holds)."""
+        comes forward again while typing (a tab chosen in the last session no longer holds) and
+        shows this session's draft, not the why? of the last one."""
         self.header.session_title = "…" if session_id else ""
         if self.ready:
             self.memory_panels.forget_chosen_tab()
+            # a why? belongs to the session it was asked in
+            self.memory_panels.injection_panel.show_live()
 
     @work(exclusive=True, group="transcript", exit_on_error=False)
     async def _load_transcript(self, session_id: str) -> None:
