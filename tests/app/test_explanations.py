@@ -202,3 +202,18 @@ async def test_question_mark_opens_help_outside_text_fields(engine: ChatEngine) 
         await wait_until(pilot, lambda: isinstance(app.focused, Tree), "the Daily tree")
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+
+
+async def test_an_empty_chat_says_what_to_do_until_the_first_message(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    server.enqueue(FakeOpenAI.text("Hello."))
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        hint = app.main_screen.chat_pane.query_one("#chat-empty", Static)
+        assert hint.display and "ctrl+o" in text_of(hint) and "MEMORY.md" in text_of(hint)
+        await send(pilot, "hi")
+        assert not hint.display
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: hint.display, "the hint in the new, empty session")

@@ -300,3 +300,27 @@ def test_tool_call_fragments_from_less_strict_servers() -> None:
         ("a", "save_memory", '{"content": 1}', False),
         ("b", "memory_search", "{}", False),
     ]
+
+
+def test_a_status_without_a_message_is_named_not_echoed() -> None:
+    """A 501 whose body says nothing read ``failed (501: Error code: 501)``: the SDK's
+    placeholder; the status's name says more."""
+    import importlib
+
+    import openai
+
+    # the HTTP library this openai release speaks through (httpx, or its successor)
+    client = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
+    library = next(c for c in type(client._client).__mro__ if not c.__module__.startswith("openai"))
+    httpx = importlib.import_module(library.__module__.split(".")[0])
+
+    from tui.chat.client import _server_message
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    response = httpx.Response(501, request=request)
+    exc = openai.APIStatusError("Error code: 501", response=response, body=None)
+    assert _server_message(exc) == "Not Implemented"
+    odd = openai.APIStatusError(
+        "Error code: 599", response=httpx.Response(599, request=request), body=None
+    )
+    assert _server_message(odd) == "HTTP 599"

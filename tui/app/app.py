@@ -34,6 +34,7 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerCancelled, WorkerState
 
 from tui.app.gc_pacer import GcPacer
+from tui.app.screens.main_keys import WHY_HELP
 from tui.app.screens.main_screen import MainScreen
 from tui.app.screens.unsaved_quit_screen import QuitChoice, UnsavedQuitScreen
 from tui.app.textual_compat import palette_search_group, palette_select
@@ -347,7 +348,14 @@ class MemdeckApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every action, for the command palette."""
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Quit":  # Textual's says "as soon as possible"; ours flushes
+                command = SystemCommand(
+                    "Quit",
+                    "Flush memory (asking about unsaved MEMORY.md edits), then exit (ctrl+q)",
+                    self.action_quit,
+                )
+            yield command
         if not self.ready:
             return
         from tui.app.panels.memory_panels import TABS
@@ -376,7 +384,7 @@ class MemdeckApp(App[int]):
         )
         yield SystemCommand(
             "Reload config",
-            "Apply config.toml again without a restart ([embeddings] swaps the model)",
+            "Apply config.toml again without a restart (\\[embeddings] swaps the model)",
             main.action_reload_config,
         )
         yield SystemCommand(
@@ -386,7 +394,7 @@ class MemdeckApp(App[int]):
         )
         yield SystemCommand(
             "Why did this surface?",
-            "Search memory for your last message, with the score breakdown (ctrl+o)",
+            f"{WHY_HELP} (ctrl+o)",
             main.action_why,
         )
         yield SystemCommand(

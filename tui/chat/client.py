@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -453,6 +454,13 @@ def _server_message(exc: BaseException) -> str:
         if isinstance(error, dict) and error.get("message"):
             return str(error["message"])
     message = str(exc) or type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and message.startswith(f"Error code: {status}"):
+        # the SDK's placeholder when the body says nothing: the status's name says more
+        try:
+            return HTTPStatus(status).phrase
+        except ValueError:
+            return f"HTTP {status}"
     cause = exc.__cause__ or exc.__context__
     if message in ("Connection error.", "Request timed out.") and cause is not None:
         message = f"{message.rstrip('.')}: {cause}" if str(cause) else message

@@ -10,6 +10,9 @@ from textual.binding import Binding
 #: list collapses (the palette's "Show sessions" brings it back over the chat).
 BREAKPOINTS = [(0, "-narrow"), (88, "-medium"), (120, "-wide")]
 
+#: What "why?" (ctrl+o) does, in the footer's tooltip and the command palette alike.
+WHY_HELP = "What the last turn injected, and why: each memory's score breakdown"
+
 #: Memory tabs with a key of their own: (tab id, key, footer label).
 TAB_KEYS = (
     ("inject", "f2", "inject"),
@@ -64,7 +67,7 @@ MAIN_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
         "why",
         "why?",
         id="app.why",
-        tooltip="Show what memory the last turn injected, and why (its score breakdown)",
+        tooltip=WHY_HELP,
         priority=True,
     ),
     Binding(

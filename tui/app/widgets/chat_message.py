@@ -37,9 +37,25 @@ SEGMENT_CHARS = 1000
 ROLE_LABELS = {"user": "you", "assistant": "memdeck"}
 
 
+#: What an error line says for each :data:`~tui.chat.events.ErrorKind`.
+ERROR_LABELS = {
+    "config": "no model configured",
+    "connection": "cannot connect",
+    "auth": "refused",
+    "rate_limit": "rate limited",
+    "server": "server error",
+    "timeout": "timed out",
+    "malformed": "answer cut off or unreadable",
+    "bad_request": "request rejected",
+    "tool_loop": "too many tool calls",
+    "internal": "memdeck bug",
+}
+
+
 def error_part(kind: str, message: str) -> Static:
     """The red line that says why a turn ended early."""
-    return Static(Text.assemble((f"error ({kind}): ", "bold"), message), classes="message-error")
+    label = ERROR_LABELS.get(kind, f"error ({kind})")
+    return Static(Text.assemble((f"{label}: ", "bold"), message), classes="message-error")
 
 
 def notice_part(text: str) -> Static:

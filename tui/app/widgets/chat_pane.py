@@ -47,6 +47,14 @@ from tui.chat.sessions import (
 from tui.chat.sessions import Message as TranscriptMessage
 from tui.engine.inject import InjectionReport
 
+#: What an empty chat says (a model is configured): what to do, and where memory shows.
+FIRST_STEPS = (
+    "Ask anything below. What memdeck remembers is injected into each message: the Inject tab "
+    "shows exactly what, as you type, and ctrl+o shows why after an answer.\n\n"
+    "Memory is written to today's daily log when you switch sessions (ctrl+n), go idle or "
+    "press ctrl+f; MEMORY.md (F5) holds long-term facts and is yours to edit.\n\n"
+    "F1 or ? (outside a text field) explains what has focus; ctrl+p lists every command."
+)
 #: Messages of a resumed session rendered at most (older ones are summarised in one line).
 MAX_SHOWN_MESSAGES = 200
 #: A folded part whose picture is stale (another width or theme) comes back as Markdown when
@@ -186,6 +194,10 @@ memory tools (shown inline; **Enter** on one expands it).
     ChatPane {
         height: 1fr;
     }
+    ChatPane #chat-empty {
+        color: $text-muted;
+        padding: 1 2;
+    }
     ChatPane > #chat-log {
         height: 1fr;
         padding: 0 1 0 0;
@@ -224,9 +236,11 @@ memory tools (shown inline; **Enter** on one expands it).
         with VerticalScroll(id="chat-log"):
             if self.engine.llm_problem:
                 yield SetupExplainer(self.engine.config, self.config_file, id="setup-explainer")
+            else:
+                yield Static(FIRST_STEPS, id="chat-empty", markup=False)
         yield Static("", id="chat-status")
         placeholder = (
-            "no model: type to preview what memory a message would inject"
+            "no model: type to see what memory it would inject"
             if self.engine.llm_problem
             else "message… (Enter sends, ctrl+j new line, ↑ history)"
         )
@@ -353,6 +367,7 @@ memory tools (shown inline; **Enter** on one expands it).
             for item in items:
                 item.add_class("chat-item")
             await log.mount_all(items)
+        self._show_first_steps(not transcript or not transcript.messages)
         log.anchor(False)
         log.scroll_home(animate=False, immediate=True)
         self.call_after_refresh(self.follow_output)
@@ -423,7 +438,12 @@ memory tools (shown inline; **Enter** on one expands it).
         else:
             status.update(Text(self.engine.llm.model or "", style="dim"))
 
+    def _show_first_steps(self, show: bool) -> None:
+        for hint in self.query("#chat-empty"):
+            hint.display = show
+
     async def _add(self, widget: Widget) -> None:
+        self._show_first_steps(False)
         widget.add_class("chat-item")
         await self.log_view.mount(widget)
         self.call_after_refresh(self.follow_output)
