@@ -103,6 +103,8 @@ def test_usage_command(tmp_path: Path, capsys) -> None:
     assert main(["--workspace", str(workspace), "usage", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "chat · gpt-4o-mini" in out and "$0.7500" in out and "1 without usage" in out
+    # headings for people: the day and the month, never the report's dict
+    assert "today (" in out and "this month (" in out and "{" not in out
 
 
 def test_stats_panel_shows_today_totals(tmp_path: Path) -> None:

@@ -107,6 +107,10 @@ def test_inject_and_stats_and_reindex(workspace):
     assert "## Relevant Memories" in inject.stdout
     stats = memdeck("--workspace", str(workspace), "stats", "--json")
     assert json.loads(stats.stdout)["chunks"] >= 2
+    human = memdeck("--workspace", str(workspace), "stats").stdout
+    assert "chunks embedded" in human and "embeddings kept (at most 10,000)" in human
+    # internals (the fingerprint, the CLI's own model state) are for --json only
+    assert "fingerprint" not in human and "model_loaded" not in human and "False" not in human
     reindex = memdeck("--workspace", str(workspace), "reindex")
     assert reindex.returncode == 0, reindex.stderr
     assert "indexed 3 files" in reindex.stdout

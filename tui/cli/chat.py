@@ -406,7 +406,11 @@ def _run_usage(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    for period, title in (("today", f"today ({report['date']})"), ("month", report["month"])):
+    periods = (
+        ("today", f"today ({report['date']})"),
+        ("month", f"this month ({report['month_label']})"),
+    )
+    for period, title in periods:
         block = report[period]
         print(f"{title}:")
         if not block["rows"]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 
 from .registry import CliError, Command
@@ -260,6 +260,28 @@ def _configure_stats(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def describe_stats(stats: Mapping[str, object]) -> str:
+    """``memdeck stats`` for people (``--json`` has every field, the index fingerprint too)."""
+
+    def count(key: str) -> str:
+        value = stats.get(key)
+        return f"{value:,}" if isinstance(value, int) else "?"
+
+    size = stats.get("index_bytes")
+    rows = [
+        ("workspace", str(stats.get("workspace", "?"))),
+        ("files", f"{count('files')} Markdown files, {count('chunks')} chunks"),
+        ("vectors", f"{count('embedded')} of {count('chunks')} chunks embedded"),
+        ("model", str(stats.get("model") or "none (BM25 only)")),
+        (
+            "cache",
+            f"{count('cache_entries')} embeddings kept (at most {count('cache_max_entries')})",
+        ),
+        ("index", f"{size / 1e6:.1f} MB" if isinstance(size, int | float) else "?"),
+    ]
+    return "\n".join(f"{name:<10} {value}" for name, value in rows)
+
+
 def _run_stats(args: argparse.Namespace) -> int:
     engine = open_engine(args)
     try:
@@ -268,9 +290,7 @@ def _run_stats(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(stats))
         else:
-            for key, value in stats.items():
-                if key != "warnings":
-                    print(f"{key:>14}: {value}")
+            print(describe_stats(stats))
     finally:
         engine.close()
     return 0

@@ -185,7 +185,7 @@ def summary(
             _add(totals[name], item)
     out: dict[str, Any] = {
         "date": now.date().isoformat(),
-        "month": f"{now:%Y-%m}",
+        "month_label": f"{now:%Y-%m}",  # "month" holds the month's rows and total
         "skipped": skipped,
     }
     for name, rows in periods.items():
