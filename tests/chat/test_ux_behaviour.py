@@ -147,3 +147,17 @@ def test_the_readme_stays_short_and_its_links_resolve() -> None:
     links = re.findall(r"\]\(((?:docs|tests|tui)/[^)#]+)\)", readme)
     assert "docs/retrieval.md" in links and "docs/performance.md" in links
     assert [link for link in links if not (ROOT / link).exists()] == []
+
+
+def test_the_readme_lists_every_command_and_help_says_plain_memdeck_opens_the_app() -> None:
+    from tui.cli import COMMANDS, build_parser
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Command line") :].split("\n## ")[0]
+    for name in COMMANDS:
+        assert f"memdeck [--workspace DIR] {name}" in section, name
+    for flag in ("--rename", "--delete", "--restore", "--force"):
+        assert flag in section
+    helped = " ".join(build_parser().format_help().split())
+    assert "Without a COMMAND, memdeck opens the app" in helped
+    assert "[COMMAND]" in helped  # not shown as required

@@ -31,7 +31,9 @@ __all__ = ["COMMANDS", "CliError", "Command", "build_parser", "main", "run_tui"]
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="memdeck", description="A terminal chat whose assistant remembers."
+        prog="memdeck",
+        description="A terminal chat whose assistant remembers. Without a COMMAND, memdeck "
+        "opens the app; with one, it runs that command and exits.",
     )
     parser.add_argument(
         "--workspace",
@@ -40,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="memory workspace (default: $MEMDECK_WORKSPACE or the platform data dir)",
     )
     parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="[COMMAND]")
     for name, (help_text, configure, run) in COMMANDS.items():
         child = sub.add_parser(name, help=help_text, description=help_text)
         configure(child)
