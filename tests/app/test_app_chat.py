@@ -114,7 +114,9 @@ async def test_errors_show_as_errors_and_the_chat_goes_on(
         await ready(pilot)
         await send(pilot, "hello?")
         error = app.main_screen.chat_pane.messages[-1].query_one(".message-error", Static)
-        assert text_of(error).startswith("server error: ") and "the model fell over" in text_of(error)
+        assert text_of(error).startswith("server error: ") and "the model fell over" in text_of(
+            error
+        )
         await send(pilot, "hello again")
         assert app.main_screen.chat_pane.messages[-1].text == "Back again."
 

@@ -38,7 +38,7 @@ from tui.app.widgets.chat_input import ChatInput
 from tui.chat.chat import ChatEngine
 from tui.engine.embeddings import Embedder
 from tui.engine.inject import InjectionReport
-from tui.engine.search import score_formula
+from tui.engine.score_formula import score_formula
 
 
 async def test_f1_explains_the_focused_widget_and_its_keys(engine: ChatEngine) -> None:

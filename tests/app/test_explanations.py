@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Input, Markdown, Static, TextArea, Tree
 from tui.app.app import MemdeckApp
 from tui.app.panels.search_panel import SearchPanel
 from tui.app.screens.help_screen import HelpScreen
+from tui.app.textual_compat import Toast
 from tui.chat.chat import ChatEngine
 from tui.engine.inject import ALWAYS_INJECTED
 
@@ -81,9 +82,11 @@ async def test_enter_on_a_daily_log_result_opens_its_entry_in_daily(engine: Chat
         assert "Alfama" in daily.query_one("#daily-view", Markdown).source
         await wait_until(
             pilot,
-            lambda: (cursor := daily.query_one("#daily-tree", Tree).cursor_node) is not None
-            and cursor.data is not None
-            and cursor.data.key == "memory/2026-11-20.md#L3",
+            lambda: (
+                (cursor := daily.query_one("#daily-tree", Tree).cursor_node) is not None
+                and cursor.data is not None
+                and cursor.data.key == "memory/2026-11-20.md#L3"
+            ),
             "the tree's cursor on the entry",
         )
 
@@ -217,3 +220,17 @@ async def test_an_empty_chat_says_what_to_do_until_the_first_message(
         assert not hint.display
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: hint.display, "the hint in the new, empty session")
+
+
+async def test_notices_cover_neither_the_message_box_nor_the_header(engine: ChatEngine) -> None:
+    app = build_app(engine)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        app.notify("a notice", title="memory")
+        await wait_until(pilot, lambda: bool(app.screen.query(Toast)), "the notice")
+        await pilot.pause()
+        toast = app.screen.query_one(Toast)
+        box = app.main_screen.chat_pane.chat_input
+        assert not toast.region.overlaps(box.region)
+        assert toast.region.y >= 1  # below the header line
+        assert toast.region.y < SIZE[1] // 2

@@ -81,3 +81,14 @@ async def test_markdown_block_internals_and_tabs_and_pictures() -> None:
         assert app.query_one(TabbedContent).query(compat.ContentTabs)
         lines = compat.picture_of(markdown)
         assert any("seven" in line.text for line in lines)
+
+
+async def test_notices_are_toasts_in_a_rack_the_screen_css_can_name() -> None:
+    app = App[None]()
+    async with app.run_test(size=(60, 12), notifications=True) as pilot:
+        app.notify("hello")
+        await pilot.pause()
+        await pilot.pause()
+        toast = app.screen.query_one(compat.Toast)
+        # main_screen.tcss moves the rack by this type name
+        assert type(toast.parent.parent).__name__ == "ToastRack"  # type: ignore[union-attr]

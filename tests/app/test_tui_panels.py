@@ -981,7 +981,7 @@ async def test_a_result_shows_its_matching_lines_with_the_terms_highlighted(
 
 def test_the_search_help_shows_the_score_formula(engine: MemoryEngine) -> None:
     from tui.app.screens.help_screen import widget_help
-    from tui.engine.search import score_formula
+    from tui.engine.score_formula import score_formula
 
     panel = SearchPanel(engine, now=NOW)
     for line in score_formula(engine.search_options).splitlines():

@@ -261,7 +261,6 @@ class Indexed:
         return found
 
 
-
 def index_conversation(
     root: Path, conv: Conversation, embedder: Embedder, params: ChunkParams
 ) -> Indexed:

@@ -96,10 +96,13 @@ UNITS_PER_LOG = 66.6
 BURST_KEY_GAP_S = 0.03
 SENTENCE = "where did we decide to stay for the lisbon conference"
 
-_WORDS = FILLER_WORDS + (
-    "kitchen renovation tiles plumber quote thursday piano lessons daughter recital sunday "
-    "marathon training interval runs knee physio stretching climbing gym bouldering grades"
-).split()
+_WORDS = (
+    FILLER_WORDS
+    + (
+        "kitchen renovation tiles plumber quote thursday piano lessons daughter recital sunday "
+        "marathon training interval runs knee physio stretching climbing gym bouldering grades"
+    ).split()
+)
 
 
 # -- helpers --

@@ -423,3 +423,19 @@ def test_cli_asks_on_a_tty(tmp_path: Path) -> None:
                 assert text == MEMORY and events == ["consolidation_rejected"]
             else:
                 assert "My dog is Luna" in text and "consolidation" in events
+
+
+def test_a_due_consolidation_is_offered_once_per_reason(engine: ChatEngine) -> None:
+    """The start-up notice came back at every start: it is said once until a log in the window
+    changes (or a consolidation is accepted or rejected)."""
+    root = engine.memory.workspace.root
+    consolidator = engine.consolidator
+    assert consolidator.is_due(NOW)
+    assert consolidator.offer(NOW)
+    assert not consolidator.offer(NOW)  # the next start: already said
+    assert consolidator.is_due(NOW)  # still due: the palette's command still offers it
+    log = root / "memory" / "2026-11-21.md"  # in the window
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write("\n- One more thing worth keeping\n")
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000_000))
+    assert consolidator.offer(NOW)  # a new reason

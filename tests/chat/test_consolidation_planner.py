@@ -48,7 +48,9 @@ def test_kept_entries_keep_their_comment_and_new_ones_get_metadata() -> None:
 - Works as a baker
 """
     proposal = propose(answer)
-    assert "- Lives in Lyon <!-- mem id=aa1111 conf=high src=user at=2026-11-01 -->" in proposal.text
+    assert (
+        "- Lives in Lyon <!-- mem id=aa1111 conf=high src=user at=2026-11-01 -->" in proposal.text
+    )
     assert "bb2222" in proposal.text
     added = next(line for line in proposal.text.splitlines() if "baker" in line)
     assert "id=new001" in added and "consolidation=p1" in added and "at=2026-11-22" in added

@@ -33,7 +33,9 @@ def test_embeddings_section_is_read(tmp_path):
     config = load_config(path, env={})
     settings = config.embeddings
     assert (settings.provider, settings.model, settings.batch_size) == (
-        "openai", "nomic-embed-text", 8,
+        "openai",
+        "nomic-embed-text",
+        8,
     )
     assert config.model == "chat"  # [llm] model is not [embeddings] model
     embedder = settings.embedder()

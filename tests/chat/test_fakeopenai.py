@@ -358,7 +358,12 @@ def test_main_runs_as_subprocess(tmp_path: Path) -> None:
         )
     )
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve().parents[1] / "support" / "fakeopenai.py"), "--port", "0"]
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parents[1] / "support" / "fakeopenai.py"),
+            "--port",
+            "0",
+        ]
         + ["--script", str(script), "--record", str(record)],
         stdout=subprocess.PIPE,
         text=True,

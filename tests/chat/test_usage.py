@@ -64,8 +64,9 @@ def test_summary_groups_today_and_month(tmp_path: Path) -> None:
         (now - timedelta(days=3), "flush", "gpt-4o-mini", 300, 30),
         (now - timedelta(days=40), "chat", "gpt-4o-mini", 9999, 9999),
     ]:
-        usage.record(tmp_path, purpose=purpose, model=model, prompt_tokens=p,
-                     completion_tokens=c, when=when)
+        usage.record(
+            tmp_path, purpose=purpose, model=model, prompt_tokens=p, completion_tokens=c, when=when
+        )
     report = usage.summary(
         tmp_path, now=now, prices={"gpt-4o-mini": {"input": 0.15, "output": 0.6}}
     )
@@ -90,10 +91,17 @@ def test_usage_command(tmp_path: Path, capsys) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "MEMORY.md").write_text("# Memory\n")
-    usage.record(workspace, purpose="chat", model="gpt-4o-mini", prompt_tokens=1_000_000,
-                 completion_tokens=1_000_000, session="s1")
-    usage.record(workspace, purpose="chat", model="local", prompt_tokens=None,
-                 completion_tokens=None)
+    usage.record(
+        workspace,
+        purpose="chat",
+        model="gpt-4o-mini",
+        prompt_tokens=1_000_000,
+        completion_tokens=1_000_000,
+        session="s1",
+    )
+    usage.record(
+        workspace, purpose="chat", model="local", prompt_tokens=None, completion_tokens=None
+    )
     config = tmp_path / "config.toml"
     config.write_text('[prices]\n"gpt-4o-mini" = {input = 0.15, output = 0.6}\n')
     assert main(["--workspace", str(workspace), "usage", "--json", "--config", str(config)]) == 0
@@ -117,8 +125,10 @@ def test_stats_panel_shows_today_totals(tmp_path: Path) -> None:
         stats = {"files": 1, "chunks": 1, "embedded": 1, "model": "m", "model_loaded": False}
         panel.stats = stats
         assert "usage today" not in dict(panel.describe_stats())
-        panel.stats = {**stats, "usage_today": {"calls": 3, "prompt_tokens": 1200,
-                                                "completion_tokens": None}}
+        panel.stats = {
+            **stats,
+            "usage_today": {"calls": 3, "prompt_tokens": 1200, "completion_tokens": None},
+        }
         rows = {label: value.plain for label, value in panel.describe_stats()}
         assert rows["usage today"] == "3 calls · 1,200 tokens"
     finally:

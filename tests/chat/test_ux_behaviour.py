@@ -19,7 +19,8 @@ from tui.chat.chat import ChatEngine
 from tui.chat.sessions import SessionStore
 from tui.engine.heap import BLAS_THREAD_VARIABLES
 from tui.engine.inject import LONG_TERM_HEADING, InjectionReport, build_injection
-from tui.engine.search import SearchOptions, score_formula
+from tui.engine.score_formula import score_formula
+from tui.engine.search import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 

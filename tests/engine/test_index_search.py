@@ -371,3 +371,25 @@ def test_a_recorded_result_reads_back_typed_and_bad_fields_read_neutral() -> Non
     empty = Breakdown.from_json(None)
     assert empty.vector is None and empty.bm25 is None and empty.relevance == 0.0
     assert SearchResult.from_json({"start_line": "3"}).start_line == 0
+
+
+def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(tmp_path, embedder: Embedder):
+    """ "can you give me one example" shares only "one" with "Code review SLA is one working
+    day": relative to the best text match alone that scored text 1.00 and passed min_score."""
+    memory = (
+        "# Long-term Memory\n\n## Work\n- Code review SLA is one working day\n"
+        "- Our on-call rotation changes every Monday at 10:00\n"
+    )
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", memory, {}), embedder=embedder)
+    eng.load_model()
+    eng.sync()
+    try:
+        assert eng.search("can you give me one example", now=NOW).results == []
+        loose = eng.search("can you give me one example", now=NOW, min_score=0.0).results
+        sla = next(r for r in loose if "SLA" in r.text)
+        assert sla.breakdown.bm25 is not None and sla.breakdown.text < 0.9
+        # a match of the query's own words still scores as one
+        (hit, *_) = eng.search("code review SLA", now=NOW).results
+        assert "SLA" in hit.text and hit.breakdown.text == pytest.approx(1.0)
+    finally:
+        eng.close()

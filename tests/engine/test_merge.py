@@ -36,9 +36,7 @@ def test_the_same_change_on_both_sides_is_taken_once() -> None:
 def test_a_deleted_line_and_a_neighbour_edit_merge() -> None:
     mine = BASE.replace("- Has a dog called Max\n", "")
     theirs = BASE.replace("- Lives in Lyon\n", "- Lives in Paris\n")
-    assert merge3(BASE, mine, theirs) == (
-        "# Long-term Memory\n\n- Likes tea\n- Lives in Paris\n"
-    )
+    assert merge3(BASE, mine, theirs) == ("# Long-term Memory\n\n- Likes tea\n- Lives in Paris\n")
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,9 @@ def test_unrelated_questions_return_nothing(workspace):
 
 
 def test_stemming_matches_other_word_forms(workspace):
-    engine = workspace({"memory/2026-11-20.md": "# 2026-11-20\n\n- Deployed the billing services\n"})
+    engine = workspace(
+        {"memory/2026-11-20.md": "# 2026-11-20\n\n- Deployed the billing services\n"}
+    )
     response = engine.search("deploying service", now=NOW, vector_weight=0.0, text_weight=1.0)
     assert response.results and response.results[0].breakdown.bm25 is not None
 
@@ -217,8 +219,17 @@ def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path):
     (root / "MEMORY.md").write_text(PREFERENCES, encoding="utf-8")
     (root / "memory/2026-11-20.md").write_text("# 2026-11-20\n\n- Flew to Lisbon\n")
     done = subprocess.run(
-        [sys.executable, "-m", "tui", "--workspace", str(root), "inject", "--stdin", "--now",
-         "2026-11-22"],
+        [
+            sys.executable,
+            "-m",
+            "tui",
+            "--workspace",
+            str(root),
+            "inject",
+            "--stdin",
+            "--now",
+            "2026-11-22",
+        ],
         input="trip to Lisbon\nfavourite colour\n",
         capture_output=True,
         text=True,
@@ -228,9 +239,7 @@ def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path):
     objects = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(objects) == 2
     first = objects[0]["report"]
-    assert any(
-        item["location"] == "memory/2026-11-20.md#L3-3" for item in first["included"]
-    )
+    assert any(item["location"] == "memory/2026-11-20.md#L3-3" for item in first["included"])
     assert "### memory/2026-11-20.md" in objects[0]["text"]
 
 

@@ -118,9 +118,21 @@ CASES: list[tuple[str, date, tuple[date, date] | None, bool, bool]] = [
     # vague, open-ended, ranges, several expressions
     ("recently", WED, None, True, False),
     ("what have I been doing lately", WED, None, True, True),
-    ("what did we do the weekend before 4th October, 2023", WED, w("2023-09-30", "2023-10-04"), False, False),
+    (
+        "what did we do the weekend before 4th October, 2023",
+        WED,
+        w("2023-09-30", "2023-10-04"),
+        False,
+        False,
+    ),
     ("the Monday before July 24, 2023", WED, w("2023-07-17", "2023-07-24"), False, False),
-    ("plans for the Saturday after October 28, 2023?", WED, w("2023-10-28", "2023-11-04"), False, False),
+    (
+        "plans for the Saturday after October 28, 2023?",
+        WED,
+        w("2023-10-28", "2023-11-04"),
+        False,
+        False,
+    ),
     ("how many pets as of September 2023", WED, w("0001-01-01", "2023-09-30"), False, False),
     ("I saw him the other day", WED, w("2024-05-29", "2024-06-12"), False, False),
     ("since May 2023", WED, w("2023-05-01", "2024-06-12"), False, False),

@@ -169,6 +169,7 @@ def big_memory(lines: int) -> str:
 def test_injection_counts_only_what_can_be_packed(lines: int) -> None:
     """A 100k-line MEMORY.md counted every line's tokens (6.9 of 7.5 s) though ~2,000 tokens
     fit: the work done must not grow with the file. Counted in calls, not seconds."""
+
     def calls_for(memory: str) -> tuple[int, Injection]:
         calls = 0
 

@@ -173,8 +173,7 @@ async def test_the_fourth_forget_of_a_turn_is_refused_without_confirmation(
     assert not any(fact in text for fact in FACTS[:3])
     # Every forget stays undoable: the audit trail has the exact lines back.
     history = [
-        json.loads(line)
-        for line in engine.memory.workspace.history_path.read_text().splitlines()
+        json.loads(line) for line in engine.memory.workspace.history_path.read_text().splitlines()
     ]
     assert [h["raw"] for h in history if h["event"] == "forgotten"] == [
         f"- {fact}" for fact in FACTS[:3]

@@ -339,7 +339,7 @@ class MemdeckApp(App[int]):
     def action_show_help(self) -> None:
         """F1: help for the focused widget, with its keys."""
         from tui.app.screens.help_screen import HelpScreen
-        from tui.engine.search import score_formula
+        from tui.engine.score_formula import score_formula
 
         bindings = [(key, active.binding) for key, active in self.screen.active_bindings.items()]
         engine = self.opened_engine

@@ -20,6 +20,7 @@ from textual.widgets._markdown import (
     MarkdownUnorderedListItem,
 )
 from textual.widgets._tabbed_content import ContentTabs
+from textual.widgets._toast import Toast
 from textual.widgets.markdown import MarkdownBlock
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ContentTabs",
     "MarkdownBulletList",
     "MarkdownOrderedList",
+    "Toast",
     "block_kind",
     "child_blocks",
     "copy_block_context",

@@ -522,7 +522,8 @@ class MemoryTools:
         a :class:`ToolResult` error when it would retire nothing (bad arguments, no match, too broad)."""
         spec = _SPECS["forget_memory"]
         return self._guarded(
-            "forget_memory", lambda: self._plan_forget(spec.validate(parse_arguments(raw_arguments)))
+            "forget_memory",
+            lambda: self._plan_forget(spec.validate(parse_arguments(raw_arguments))),
         )
 
     def apply_forget(self, plan: ForgetPlan) -> ToolResult:

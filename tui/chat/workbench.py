@@ -139,10 +139,11 @@ class Workbench:
         return infos[0].id if infos else None
 
     async def consolidation_due(self) -> bool:
-        """True when recent daily logs wait to be folded into MEMORY.md (and a model can)."""
+        """True when recent daily logs wait to be folded into MEMORY.md (and a model can), once
+        per reason (see :meth:`~tui.chat.consolidation.consolidator.Consolidator.offer`)."""
         if self.engine.llm_problem:
             return False
-        return await asyncio.to_thread(self.engine.consolidator.is_due)
+        return await asyncio.to_thread(self.engine.consolidator.offer)
 
     async def run_triggers(self, stop: asyncio.Event) -> None:
         """The day-change check at start-up, then the idle / day-change / background timer

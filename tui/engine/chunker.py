@@ -22,7 +22,6 @@ from .workspace import date_for_path
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
 
-
 @dataclass(frozen=True)
 class ChunkParams:
     """Chunk size and overlap in word-pieces. all-MiniLM-L6-v2 reads 256 including [CLS]/[SEP]."""
@@ -190,9 +189,7 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
             own = _meta_confidence(meta)
             if own is not None:
                 first_line = len(current.lines) == 1
-                current.confidence = (
-                    own if first_line else _max_confidence(current.confidence, own)
-                )
+                current.confidence = own if first_line else _max_confidence(current.confidence, own)
             if meta.id:
                 current.entry_ids.append(meta.id)
     close()

@@ -456,9 +456,7 @@ def _serve(config: dict[str, Any], stdin: IO[bytes], out: IO[bytes]) -> None:
         except EmbeddingError as exc:
             _write_frame(out, *_error_frame(request_id, str(exc)))
             continue
-        _write_frame(
-            out, b"V", _U32x3.pack(request_id, rows, embedder.dims), vectors.tobytes()
-        )
+        _write_frame(out, b"V", _U32x3.pack(request_id, rows, embedder.dims), vectors.tobytes())
         del vectors, ids, mask, types
         heavy = heavy or rows * width >= TRIM_AFTER_TOKENS
 

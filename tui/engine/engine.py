@@ -212,9 +212,7 @@ class MemoryEngine:
         to :meth:`embed_pending` (full-text searchable at once)."""
         paths = list(rel_paths)
         try:
-            return self.index.sync_paths(
-                paths, embed=self.model_loaded if embed is None else embed
-            )
+            return self.index.sync_paths(paths, embed=self.model_loaded if embed is None else embed)
         except EmbeddingError as exc:
             return self._without_vectors(exc, lambda: self.index.sync_paths(paths, embed=False))
 

@@ -215,7 +215,9 @@ def measure_memory(
             rest = max(0, len(memory_text) - read_chars)
             # The last line's number, counted without copying the rest (trailing breaks aside).
             end = len(memory_text.rstrip("\n")) if memory_text.endswith("\n") else len(memory_text)
-            last = number + memory_text.count("\n", read_chars, end) + (1 if end > read_chars else 0)
+            last = (
+                number + memory_text.count("\n", read_chars, end) + (1 if end > read_chars else 0)
+            )
             return MeasuredMemory(lines, tokens, total + round(rest * total / chars), last)
     while lines and not lines[-1][1].strip():
         lines.pop()

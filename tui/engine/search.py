@@ -20,7 +20,7 @@ from datetime import date, timedelta
 import numpy as np
 
 from .index import ChunkRow, MemoryIndex
-from .search_links import LINK_WEIGHT, SUPERSEDED, update_links
+from .search_links import SUPERSEDED, update_links
 from .temporal import TimeIntent, parse_time_intent
 from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
 
@@ -62,6 +62,10 @@ class SearchOptions:
     #: How the bm25 strength becomes a 0..1 text score: "max" (relative to the query's best
     #: text match), "idf" (share of the query's summed idf) or "saturate" (:func:`bm25_to_unit`).
     text_norm: str = "max"
+    #: With ``text_norm="max"`` and vectors: the best text match scores 1 only when it covers at
+    #: least this share of the query's summed idf, so a lone common word matched scores less and
+    #: cannot carry an unrelated memory past ``min_score`` (0: off; BM25-only search skips it).
+    text_floor: float = 0.3
     #: "weighted" (vector_weight·vector + text_weight·text) or "rrf" (reciprocal rank fusion).
     fusion: str = "weighted"
     #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:
@@ -74,64 +78,6 @@ class SearchOptions:
     mmr_lambda: float = 0.7
     #: Threshold mode: every result whose relevance reaches this, with no fixed cap.
     threshold: float | None = None
-
-
-def score_formula(options: SearchOptions = SearchOptions()) -> str:
-    """How a result's score is computed with ``options``, as the lines the app, its help and
-    the README show (generated from the constants, so the explanation cannot drift)."""
-
-    def number(value: float) -> str:
-        text = f"{value:.2f}".rstrip("0")
-        return text + "0" if text.endswith(".") else text
-
-    if options.fusion == "rrf":
-        hybrid = f"hybrid = reciprocal rank fusion of vector and text ranks (k = {RRF_K})"
-    else:
-        total = options.vector_weight + options.text_weight or 1.0
-        hybrid = (
-            f"hybrid = {number(options.vector_weight / total)}·vector"
-            f" + {number(options.text_weight / total)}·text   (text alone without vectors)"
-        )
-    confidence = " · ".join(f"{name} {number(w)}" for name, w in CONFIDENCE_WEIGHTS.items())
-    if not options.decay:
-        decay = "decay = 1   (dates are ignored: decay is off)"
-        recency = "recency = 1"
-        window = "time_window = 1"
-    else:
-        decay = (
-            f"decay = 0.5^(age in days / {options.half_life_days:g}) for a dated"
-            " daily-log entry, 1 for MEMORY.md   (shown; it weighs in only through recency)"
-        )
-        factor = f"{number(DECAY_FLOOR)} + {number(1 - DECAY_FLOOR)}·decay"
-        recency = {
-            "always": f"recency = {factor}",
-            "never": "recency = 1   (age never weighs in)",
-        }.get(
-            options.recency,
-            f"recency = {factor} when the question asks about the present"
-            " (now, currently, these days), else 1",
-        )
-        window = (
-            "time_window = 1 inside the time the question names (a day of slack) or when it names"
-            f" none; {number(WINDOW_OUTSIDE)} for a dated entry outside it,"
-            f" {number(WINDOW_UNDATED)} for MEMORY.md"
-        )
-    return "\n".join(
-        [
-            "score = relevance · recency · time_window · superseded · confidence",
-            "relevance = max(hybrid, neighbour, linked)   "
-            f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry,"
-            f" ×{number(NEIGHBOUR_FALLOFF)} per entry further, up to {options.neighbour_reach};"
-            f" linked = {number(LINK_WEIGHT)}·relevance of an entry this one updates)",
-            f"superseded = {number(SUPERSEDED)} for an entry a newer one changed"
-            " (current-state questions), else 1",
-            hybrid,
-            recency,
-            decay,
-            window,
-            f"confidence = {confidence}",
-        ]
-    )
 
 
 @dataclass(frozen=True)
@@ -307,7 +253,7 @@ def text_scores(
     if options.text_norm == "idf" and query_idf > 0:
         return {i: min(1.0, v / query_idf) for i, v in strengths.items()}
     if options.text_norm == "max":
-        best = max(strengths.values(), default=0.0)
+        best = max(max(strengths.values(), default=0.0), options.text_floor * query_idf)
         return {i: (v / best if best > 0 else 0.0) for i, v in strengths.items()}
     return {i: bm25_to_unit(rank) for i, rank in ranks.items()}
 
@@ -450,8 +396,14 @@ def _candidates(
 
 def _fuse(pool: _Pool, index: MemoryIndex, text_query: str, options: SearchOptions) -> None:
     """Stage 2: each candidate's text score and hybrid (weighted, or reciprocal rank fusion)."""
+    # The floor needs the query's idf; without vectors (text alone, where a lone word matched
+    # may be all there is) it is off, and the max-normalised score ignores a zero idf.
+    floor = options.text_norm == "max" and options.text_floor and pool.query_vector is not None
+    needs_idf = options.text_norm == "idf" or floor
     pool.texts = text_scores(
-        pool.text_hits, options, index.query_idf(text_query) if options.text_norm == "idf" else 0.0
+        pool.text_hits,
+        options,
+        index.query_idf(text_query) if needs_idf and pool.text_hits else 0.0,
     )
     pool.vectors = (
         {i: max(0.0, min(1.0, v)) for i, v in pool.vectors.items()}

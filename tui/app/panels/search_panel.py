@@ -27,7 +27,8 @@ from tui.app.panels.base import (
     formula_markdown,
 )
 from tui.engine.engine import MemoryEngine
-from tui.engine.search import Breakdown, SearchResponse, SearchResult, score_formula
+from tui.engine.score_formula import score_formula
+from tui.engine.search import Breakdown, SearchResponse, SearchResult
 from tui.engine.textsearch import query_terms
 from tui.engine.workspace import WorkspaceError
 

@@ -17,6 +17,7 @@ from tui.chat.consolidation import Proposal
 
 Decision = Literal["accept", "reject"]
 
+
 def describe_proposal(proposal: Proposal) -> Text:
     """``+2 added, ~1 changed, -1 removed · from 5 daily logs (2026-11-01 – 2026-11-22)``."""
     summary = Text(proposal.stats.summary, style="bold")

@@ -48,7 +48,9 @@ would inject.
         line.append("▸ chat" if chat else "  chat", style="bold reverse" if chat else "dim")
         line.append("  ")
         label = f"memory: {self.tab}"
-        line.append(f"▸ {label}" if memory else f"  {label}", style="bold reverse" if memory else "dim")
+        line.append(
+            f"▸ {label}" if memory else f"  {label}", style="bold reverse" if memory else "dim"
+        )
         if chat and self.badge:
             line.append(" ● ", style="bold yellow")
             line.append(self.badge)

@@ -20,6 +20,7 @@ Everything here blocks (file I/O, one model request): call it from a worker thre
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Callable, Sequence
@@ -213,6 +214,32 @@ class Consolidator:
             except OSError:
                 continue
         return False
+
+    def offer(self, now: datetime | date | None = None) -> bool:
+        """:meth:`is_due`, said once per reason: after a True, False until a daily log in the
+        window changes or a consolidation is accepted or rejected (a start-up notice that
+        came back at every start, also right after a "no", taught users to ignore it)."""
+        if not self.is_due(now):
+            return False
+        now = now or self.clock()
+        today = now.date() if isinstance(now, datetime) else now
+        start, end = self.window(today=today)
+        newest = 0
+        for rel, path in self.memory.workspace.iter_memory_files():
+            day = date_for_path(rel)
+            if day is not None and start <= day <= end:
+                with contextlib.suppress(OSError):
+                    newest = max(newest, path.stat().st_mtime_ns)
+        reason = f"{self.last_consolidated}|{self.last_rejected}|{newest}"
+        if self._state().get("offered") == reason:
+            return False
+
+        def remember(data: dict[str, Any]) -> None:
+            state = data.get(STATE_KEY)
+            data[STATE_KEY] = {**(state if isinstance(state, dict) else {}), "offered": reason}
+
+        self.state.update(remember)
+        return True
 
     def status(self, now: datetime | None = None) -> dict[str, Any]:
         """For a stats panel: the schedule, the last consolidation and rejection, due or not."""
