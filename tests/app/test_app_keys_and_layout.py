@@ -97,7 +97,7 @@ async def test_why_shows_what_the_last_turn_injected_also_after_a_restart(
         await wait_until(pilot, lambda: panel.turn == recorded, "the turn's injection")
         assert app.main_screen.memory_panels.active_tab == "inject"
         assert "Alfama" in text_of(panel.query_one("#inject-block", Static))
-        items = text_of(panel.query_one("#inject-cuts", Static))
+        items = panel.items_text
         assert "memory/2026-11-20.md" in items and "relevance" in items and "vector" in items
         await pilot.press("escape", "x")  # typing brings the live preview back
         await wait_until(pilot, lambda: panel.turn is None, "the live preview")
@@ -231,9 +231,10 @@ async def test_every_tab_has_a_key_in_the_footer_and_keys_are_remapped_by_id(
             await ready(pilot)
             panels = app.main_screen.memory_panels
             await wait_until(pilot, lambda: len(app.query(FooterKey)) > 5, "the footer keys")
-            shown = {key.key: key.description for key in app.query(FooterKey)}
+            # the tab keys are one group in the footer ("f2 f3 … tabs"), each naming its tab
+            shown = {key.key: str(key.tooltip) for key in app.query(FooterKey)}
             for key, label in (("f2", "inject"), ("f3", "search"), ("ctrl+g", "daily")):
-                assert shown.get(key) == label
+                assert f"the {label} tab" in shown.get(key, "")
             assert {"f5", "f6"} <= set(shown) and "f4" not in shown
             await pilot.press("f4")  # the old key does nothing now
             await pilot.pause(0.1)
@@ -421,3 +422,35 @@ async def test_a_tab_asked_for_focus_does_not_take_it_after_the_user_moved_on(
         await pilot.press(*"still here")
         await pilot.pause(0.2)
         assert pane.chat_input.value == "still here" and app.focused is pane.chat_input
+
+
+@pytest.mark.parametrize("focus", ["f5", "f3", "escape"])
+async def test_the_footer_shows_palette_help_and_quit_at_80_columns(
+    engine: ChatEngine, focus: str
+) -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = build_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press(focus)
+        await pilot.pause(0.2)
+
+        def visible() -> dict[str, str]:
+            return {
+                key.key: key.description
+                for key in app.screen.query(FooterKey)
+                if key.region.right <= 80 and key.region.width
+            }
+
+        await wait_until(pilot, lambda: "ctrl+q" in visible(), "^q quit in the footer")
+        if focus == "f5":
+            await wait_until(pilot, lambda: "ctrl+s" in visible(), "the editor's save key")
+        shown = visible()
+        assert shown["ctrl+p"] == "palette" and shown["f1"] == "help"
+        assert {"f2", "f3", "f4", "f5", "f6"} <= set(shown)  # the tab group
+        if focus == "f5":  # MEMORY.md's own key comes first; the session keys make room
+            assert shown["ctrl+s"] == "save" and "ctrl+n" not in shown
+        await pilot.press("ctrl+n" if focus != "escape" else "ctrl+f")  # still work
+        await pilot.resize_terminal(160, 48)
+        await wait_until(pilot, lambda: "ctrl+n" in visible(), "every key at 160 columns")

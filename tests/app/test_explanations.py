@@ -38,7 +38,7 @@ async def test_why_explains_an_answer_found_in_memory_md(
         await pilot.press("ctrl+o")
         panel = app.main_screen.memory_panels.injection_panel
         await wait_until(pilot, lambda: panel.turn == recorded, "the turn's injection")
-        items = text_of(panel.query_one("#inject-cuts", Static))
+        items = panel.items_text
         assert "no relevant memory was injected" not in items
         assert "MEMORY.md#L5-5" in items and ALWAYS_INJECTED in items
         assert "relevance" in items and "decay" in items and "vector" in items
@@ -47,6 +47,11 @@ async def test_why_explains_an_answer_found_in_memory_md(
         assert "0 relevant" not in budget
         meta = text_of(app.main_screen.chat_pane.messages[-1].query_one(".message-meta", Static))
         assert "0 relevant" not in meta
+        # the cursor is on the first memory: Enter opens it in the editor, on its line
+        await pilot.press("enter")
+        editor = app.main_screen.memory_panels.memory_editor.text_area
+        await wait_until(pilot, lambda: app.focused is editor, "the editor focused")
+        assert editor.cursor_location == (4, 0)
 
 
 async def search_for(pilot: Pilot, app: MemdeckApp, query: str) -> SearchPanel:

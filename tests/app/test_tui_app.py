@@ -128,3 +128,55 @@ def test_snapshot_layouts(
     server.enqueue(FakeOpenAI.text("You looked at hotels in **Alfama**, near the castle."))
     app = build_app(engine)
     assert _layout_snapshot(snap_compare, app, size, keys)
+
+
+async def _select_search_result(pilot: Pilot, app: MemdeckApp) -> None:
+    """The Search tab with a query run and the cursor on the top result (its breakdown shown)."""
+    from textual.widgets import DataTable
+
+    await pilot.press("f3")
+    panel = app.main_screen.memory_panels.search_panel
+    panel.set_query("green tea or coffee")
+    await wait_until(
+        pilot,
+        lambda: (
+            panel.response is not None
+            and panel.response.query == "green tea or coffee"
+            and bool(panel.response.results)
+        ),
+        "results",
+    )
+    panel.query_one("#search-results", DataTable).focus()
+
+
+async def _why_of_a_memory_md_answer(pilot: Pilot, app: MemdeckApp) -> None:
+    """ctrl+o after an answer found in MEMORY.md: the why? view with its breakdown."""
+    await pilot.press("ctrl+o")
+    panel = app.main_screen.memory_panels.injection_panel
+    await wait_until(pilot, lambda: panel.turn is not None, "the turn's why?")
+    await wait_until(pilot, lambda: "MEMORY.md#L5-5" in panel.items_text, "the MEMORY.md match")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("view", ["search", "why"])
+def test_snapshot_explanations(
+    snap_compare, engine: ChatEngine, server: FakeOpenAI, size: tuple[int, int], view: str
+) -> None:
+    """A selected search result with its every score part; the why? of a MEMORY.md match."""
+    server.enqueue(FakeOpenAI.text("Green tea, never coffee."))
+    app = build_app(engine)
+
+    async def run_before(pilot: Pilot) -> None:
+        await ready(pilot)
+        await send(pilot, "do I drink green tea or coffee?")
+        if view == "search":
+            await _select_search_result(pilot, app)
+        else:
+            await _why_of_a_memory_md_answer(pilot, app)
+        for widget in app.query("Input, TextArea"):
+            widget.cursor_blink = False  # type: ignore[attr-defined]
+        await pilot.pause(0.3)
+        app.clear_notifications()
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

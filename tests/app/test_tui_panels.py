@@ -209,9 +209,8 @@ async def test_the_preview_explains_what_was_cut(engine: MemoryEngine) -> None:
             ),
             "a preview with cuts",
         )
-        cuts = panel.query_one("#inject-cuts", Static)
-        assert not cuts.has_class("-empty")
-        shown = text_of(cuts)
+        assert not panel.query_one("#inject-cuts").has_class("-empty")
+        shown = panel.items_text
         assert "MEMORY.md truncated" in shown
         assert panel.injection is not None
         for item in panel.injection.report.cut:
@@ -809,7 +808,7 @@ async def test_the_preview_shows_every_injected_item_s_score(engine: MemoryEngin
         assert panel.injection is not None
         included = [i for i in panel.injection.report.included if i.kind == "relevant"]
         assert included
-        items = text_of(panel.query_one("#inject-cuts", Static))
+        items = panel.items_text
         for item in included:
             assert f"✓ {item.location} ({format_score(item.score)})" in items
         # MEMORY.md's own title is not nested under the block's heading

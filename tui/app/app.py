@@ -88,11 +88,10 @@ class MemdeckApp(App[int]):
         Binding(
             "ctrl+p",
             "command_palette",
-            "commands",
+            "palette",
             id="app.command_palette",
             tooltip="Every command, searchable",
             priority=True,
-            show=False,  # the footer is full on a narrow screen; F1 and the README name it
         ),
         Binding(
             "f1",
@@ -116,7 +115,6 @@ class MemdeckApp(App[int]):
             id="app.quit",
             tooltip="Quit (memory is flushed first; press again to quit without waiting)",
             priority=True,
-            show=False,
         ),
     ]
 

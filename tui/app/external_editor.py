@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Mapping
 
 from textual.app import App, SuspendNotSupported
+from textual.widget import Widget
 
 from tui.engine.workspace import Workspace, WorkspaceError
 
@@ -38,3 +39,10 @@ def open_in_editor(app: App[object], workspace: Workspace, path: str, line: int)
     except OSError as exc:
         return f"could not start {command[0]}: {exc.strerror or exc}"
     return None
+
+
+def open_entry_in_editor(widget: Widget, workspace: Workspace, path: str, line: int) -> None:
+    """:func:`open_in_editor` for a key in ``widget``, which says why when it could not."""
+    problem = open_in_editor(widget.app, workspace, path, line)
+    if problem:
+        widget.notify(problem, title="editor", severity="warning")

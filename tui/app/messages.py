@@ -7,6 +7,7 @@ Every other message is nested on the widget or screen that posts it (``SessionLi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -14,6 +15,9 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from textual.dom import DOMNode
 from textual.message import Message
+
+#: ``memory/2026-11-20.md#L3-4``: how search results and injection reports name an entry.
+LOCATION = re.compile(r"(?P<path>.+)#L(?P<line>\d+)(?:-\d+)?")
 
 if TYPE_CHECKING:
     from tui.engine.engine import MemoryChange
@@ -74,3 +78,9 @@ class OpenEntry(Message):
 
     path: str
     line: int
+
+    @classmethod
+    def at(cls, location: str) -> OpenEntry | None:
+        """The entry a ``path#Lx-y`` location names (None: not a location)."""
+        match = LOCATION.fullmatch(location)
+        return cls(match["path"], int(match["line"])) if match else None

@@ -12,11 +12,13 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, describe_breakdown, format_score
+from tui.app.widgets.memory_list import MemoryList
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MODEL_STARTING, MemoryEngine
 from tui.engine.inject import Injection, InjectionReport
@@ -54,32 +56,41 @@ def describe_budget(report: InjectionReport) -> Text:
     return summary
 
 
-def describe_items(report: InjectionReport) -> Text:
+#: One row of the list under the block: its text and the ``path#Lx-y`` it leads to (None: a
+#: note).
+Row = tuple[Text, str | None]
+
+
+def describe_items(report: InjectionReport) -> list[Row]:
     """Every relevant memory with its score: what went in (✓), then what was left out and why
     (✂), then the builder's and the search's notes."""
-    lines = Text()
+    rows: list[Row] = []
     for item in report.included:
         if item.kind != "relevant":
             continue
-        if lines:
-            lines.append("\n")
-        lines.append("✓ ", style="bold green")
-        lines.append(item.location)
-        lines.append(f" ({format_score(item.score)})", style="dim")
-        lines.append(f" · {item.reason or f'{item.tokens} tokens'}", style="dim")
+        line = Text()
+        line.append("✓ ", style="bold green")
+        line.append(item.location)
+        line.append(f" ({format_score(item.score)})", style="dim")
+        line.append(f" · {item.reason or f'{item.tokens} tokens'}", style="dim")
+        rows.append((line, item.location))
+    rows += cut_rows(report)
+    rows += [(Text("ℹ " + note, style="italic"), None) for note in report.notes]
+    return rows
+
+
+def cut_rows(report: InjectionReport) -> list[Row]:
+    """``✂ MEMORY.md#L3-3 (.64) — already in Long-term Memory``, one row per memory cut."""
+    rows: list[Row] = []
     for item in report.cut:
-        if lines:
-            lines.append("\n")
-        lines.append("✂ ", style="bold")
-        lines.append(item.location)
+        line = Text()
+        line.append("✂ ", style="bold")
+        line.append(item.location)
         if item.score is not None:
-            lines.append(f" ({format_score(item.score)})", style="dim")
-        lines.append(f" — {item.reason}")
-    for note in report.notes:
-        if lines:
-            lines.append("\n")
-        lines.append("ℹ " + note, style="italic")
-    return lines
+            line.append(f" ({format_score(item.score)})", style="dim")
+        line.append(f" — {item.reason}")
+        rows.append((line, item.location))
+    return rows
 
 
 class InjectionPanel(EnginePanel):
@@ -124,7 +135,8 @@ updated as you type (long-term memory first, then relevant memories found for yo
         height: 1fr;
     }
     InjectionPanel #inject-budget {
-        height: 1;
+        height: auto;
+        max-height: 3;
         padding: 0 1;
         background: $boost;
     }
@@ -172,7 +184,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
         yield Static("building…", id="inject-budget")
         with VerticalScroll(id="inject-block-scroll"):
             yield Static("", id="inject-block")
-        yield Static("", id="inject-cuts", classes="-empty")
+        yield MemoryList(self.engine.workspace, id="inject-cuts", classes="-empty")
 
     def on_mount(self) -> None:
         self._start_preview()
@@ -246,10 +258,23 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self.query_one("#inject-block", Static).update(render_block(block))
         self._show_items(describe_items(report))
 
-    def _show_items(self, items: Text) -> None:
-        cuts_widget = self.query_one("#inject-cuts", Static)
-        cuts_widget.update(items)
-        cuts_widget.set_class(not items, "-empty")
+    def _show_items(self, rows: list[Row]) -> None:
+        items = self.query_one("#inject-cuts", MemoryList)
+        items.show(rows)
+        items.set_class(not rows, "-empty")
+
+    @property
+    def focus_target(self) -> Widget:
+        """Where the tab's keys go: a why?'s memories (Enter opens one), else the block."""
+        items = self.query_one("#inject-cuts", MemoryList)
+        if self.turn is not None and items.highlighted is not None:
+            return items
+        return self.query_one("#inject-block-scroll", VerticalScroll)
+
+    @property
+    def items_text(self) -> str:
+        """The list under the block as plain text (each memory, cut and note)."""
+        return self.query_one("#inject-cuts", MemoryList).plain
 
     def show_live(self) -> None:
         """Leave a past turn's why? for the live preview of the draft (typing, another session)."""
@@ -271,20 +296,12 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self.query_one("#inject-budget", Static).update(title)
         block = turn.text or "(this turn injected nothing)"
         self.query_one("#inject-block", Static).update(render_block(block))
-        items = Text()
-        for result in turn.results:
-            if items:
-                items.append("\n")
-            items.append_text(describe_breakdown(result))
+        rows: list[Row] = [(describe_breakdown(result), result.location) for result in turn.results]
         if not turn.results:
-            items.append("no relevant memory was injected", style="italic")
-        for item in report.cut:
-            items.append("\n✂ ", style="bold")
-            items.append(item.location)
-            if item.score is not None:
-                items.append(f" ({format_score(item.score)})", style="dim")
-            items.append(f" — {item.reason}")
-        self._show_items(items)
+            rows.append((Text("no relevant memory was injected", style="italic"), None))
+        self._show_items(rows + cut_rows(report))
+        if turn.results:  # the cursor on the first memory: Enter opens it
+            self.query_one("#inject-cuts", MemoryList).highlighted = 0
         self.query_one("#inject-block-scroll", VerticalScroll).scroll_home(animate=False)
 
     def show_error(self, message: str) -> None:

@@ -131,7 +131,7 @@ entry's confidence and history.
 """
 
     BINDINGS = [
-        Binding("ctrl+s", "save", "Save", id="memory_editor.save", tooltip="Save MEMORY.md"),
+        Binding("ctrl+s", "save", "save", id="memory_editor.save", tooltip="Save MEMORY.md"),
     ]
 
     DEFAULT_CSS = """

@@ -219,7 +219,11 @@ tab in this session.
         tabs = self.query_one(TabbedContent)
         if tabs.active != tab_id:
             return
-        target = self.query_one(TAB_FOCUS[tab_id])
+        target = (
+            self.injection_panel.focus_target
+            if tab_id == "inject"
+            else self.query_one(TAB_FOCUS[tab_id])
+        )
         if target.focusable:
             target.focus()
         else:  # e.g. a log too short to scroll: the tab row takes the keys (← → switch tabs)

@@ -17,6 +17,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
+from tui.app.external_editor import open_entry_in_editor
 from tui.app.messages import OpenEntry, while_attached
 from tui.app.panels.base import (
     EnginePanel,
@@ -235,6 +236,8 @@ How the score is computed:
     SearchPanel #search-results {
         height: auto;
         max-height: 45%;
+        /* its thumb alone read as a stray character under the rows */
+        scrollbar-size-horizontal: 0;
     }
     SearchPanel #search-context-title {
         height: auto;
@@ -381,11 +384,7 @@ How the score is computed:
         result = self._result_for(str(table.cursor_row)) if table.row_count else None
         if result is None:
             return
-        from tui.app.external_editor import open_in_editor
-
-        problem = open_in_editor(self.app, self.engine.workspace, result.path, result.start_line)
-        if problem:
-            self.notify(problem, title="editor", severity="warning")
+        open_entry_in_editor(self, self.engine.workspace, result.path, result.start_line)
 
     def _result_for(self, key: str | None) -> SearchResult | None:
         if self.response is None or key is None:
@@ -397,7 +396,11 @@ How the score is computed:
         """The selected result: every part of its score above its lines in the file."""
         location = format_source(result.path, result.start_line, result.end_line)
         title = describe_breakdown(result, injected=False, location=location)
-        title.append("\n  enter opens the entry · e opens it in $EDITOR", style="dim italic")
+        hint = "\n  enter opens the entry · e opens it in $EDITOR"
+        table = self.query_one("#search-results", DataTable)
+        if table.virtual_size.width > table.scrollable_content_region.width:
+            hint += " · ← → more columns"  # the table has no scrollbar to say so
+        title.append(hint, style="dim italic")
         self.query_one("#search-context-title", Static).update(title)
         self._read_context(result)
 

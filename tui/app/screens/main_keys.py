@@ -34,6 +34,14 @@ Memory is written when you switch sessions, go idle, leave the terminal, the day
 quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
 """
 
+#: The footer shows the tab keys as one group, so ^p and ^q fit beside them at 80 columns;
+#: the tabs are in the keys' order (F2 is the first tab).
+MEMORY_TABS = Binding.Group("tabs")
+
+#: Keys the footer leaves out, in this order, while it would not fit the width (they still
+#: work, and F1 lists them): at 80 columns with MEMORY.md focused, ^p palette and ^q quit stay.
+FOOTER_SPARES = ("app.new_session", "app.flush", "app.focus_chat")
+
 #: The main screen's keys. The ids keep their ``app.`` prefix: users remap keys by id in
 #: config.toml's ``[keymap]``.
 MAIN_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
@@ -88,6 +96,7 @@ MAIN_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
             id=f"app.show_{tab_id}",
             tooltip=f"Open the {label} tab of the memory panels",
             priority=True,
+            group=MEMORY_TABS,
         )
         for tab_id, key, label in TAB_KEYS
     ),

@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
@@ -29,7 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP
+from tui.app.screens.main_keys import BREAKPOINTS, FOOTER_SPARES, MAIN_BINDINGS, MAIN_HELP
 from tui.app.screens.session_actions import SessionActions
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
@@ -247,6 +248,51 @@ class MainScreen(SessionActions):
         self._open_initial_session()
         self.call_after_refresh(self._start_background)
         self.app.refresh_bindings()
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The active keys, ours in the order they are declared (a focused text field binds F6
+        too, Textual's select line, which put "f6 stats" first in the footer), and the ones
+        :data:`FOOTER_SPARES` names left out of the footer while it would not fit the width."""
+        declared = {
+            binding.id: rank
+            for rank, binding in enumerate([*MAIN_BINDINGS, *self.app.BINDINGS])
+            if isinstance(binding, Binding)
+        }
+        bindings = dict(
+            sorted(
+                super().active_bindings.items(),
+                key=lambda item: declared.get(item[1].binding.id, -1),
+            )
+        )
+        spares = list(FOOTER_SPARES)
+        while spares and self._footer_width(bindings) > self.size.width:
+            spare = spares.pop(0)
+            for key, active in bindings.items():
+                if active.binding.id == spare:
+                    bindings[key] = active._replace(binding=replace(active.binding, show=False))
+        return bindings
+
+    def _footer_width(self, bindings: dict[str, ActiveBinding]) -> int:
+        """Columns the compact footer takes for ``bindings`` (a group: its keys, then its
+        description)."""
+        width = 0
+        groups: set[str] = set()
+        for active in bindings.values():
+            binding = active.binding
+            if not binding.show:
+                continue
+            width += len(self.app.get_key_display(binding)) + 1
+            if binding.group is None:
+                width += len(binding.description) + 1
+            elif binding.group.description not in groups:
+                groups.add(binding.group.description)
+                width += len(binding.group.description) + 1
+        return width
+
+    def on_resize(self) -> None:
+        """The footer's keys depend on the width (see :attr:`active_bindings`)."""
+        self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Actions on sessions and memory wait for the engine; "back to the message box" is
@@ -486,8 +532,8 @@ class MainScreen(SessionActions):
             return
         self.view = "memory"
         panels = self.memory_panels
-        panels.show_tab("inject", focus=True)
         panels.injection_panel.show_turn(turn)
+        panels.show_tab("inject", focus=True)
 
     def action_focus_chat(self) -> None:
         """Back to the message box (on a narrow screen, the chat comes back)."""

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
+
+#: The fewest characters of a session title the header keeps when the line is full.
+TITLE_MIN = 12
+
+
+def fit_title(title: str, room: int) -> str:
+    """``title`` cut with … to ``room`` cells (never under :data:`TITLE_MIN`)."""
+    room = max(room, TITLE_MIN)
+    return title if cell_len(title) <= room else set_cell_size(title, room - 1) + "…"
 
 
 class AppHeader(Static):
@@ -47,25 +57,30 @@ written from a conversation; "● MEMORY.md unsaved" while the editor has unsave
     unsaved_memory: reactive[bool] = reactive(False)
 
     def render(self) -> Text:
+        """``memdeck · “title” · model · index …``: a long title is cut (with …) before the
+        model and index state are."""
+        tail = Text()
+        tail.append(" · ", style="dim")
+        tail.append(self.model or "no model", style="" if self.model else "italic")
+        tail.append(" · ", style="dim")
+        tail.append_text(self.index_status())
+        if self.unsaved_memory:
+            tail.append(" · ", style="dim")
+            tail.append("● MEMORY.md unsaved", style="bold yellow")
+        if self.flushing and not self.notice:
+            tail.append(" · flushing memory…", style="italic")
+        if self.notice:
+            tail.append(" · ", style="dim")
+            tail.append(self.notice, style="bold")
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append("memdeck", style="bold")
         line.append(" · ", style="dim")
         if self.session_title:
-            line.append(f"“{self.session_title}”")
+            room = self.content_size.width - line.cell_len - tail.cell_len - 2
+            line.append(f"“{fit_title(self.session_title, room)}”")
         else:
             line.append("no session", style="italic")
-        line.append(" · ", style="dim")
-        line.append(self.model or "no model", style="" if self.model else "italic")
-        line.append(" · ", style="dim")
-        line.append_text(self.index_status())
-        if self.unsaved_memory:
-            line.append(" · ", style="dim")
-            line.append("● MEMORY.md unsaved", style="bold yellow")
-        if self.flushing and not self.notice:
-            line.append(" · flushing memory…", style="italic")
-        if self.notice:
-            line.append(" · ", style="dim")
-            line.append(self.notice, style="bold")
+        line.append_text(tail)
         return line
 
     def index_status(self) -> Text:

@@ -55,6 +55,11 @@ A ✗ means the call failed; the result says why.
         border-top: none;
         background: transparent;
     }
+    ToolCallView CollapsibleTitle {
+        max-width: 100%;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
     ToolCallView > Contents {
         padding: 0 0 0 3;
     }
