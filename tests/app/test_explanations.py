@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import pytest
 from support.fakeopenai import FakeOpenAI
-from support.pilot import SIZE, build_app, ready, send, text_of, wait_until
+from support.pilot import SIZE, PanelHost, build_app, ready, send, text_of, wait_until
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, Static, TextArea, Tree
+from textual.widgets._collapsible import CollapsibleTitle
 
 from tui.app.app import MemdeckApp
 from tui.app.panels.search_panel import SearchPanel
 from tui.app.screens.help_screen import HelpScreen
 from tui.app.textual_compat import Toast
+from tui.app.widgets.app_header import AppHeader
+from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.chat import ChatEngine
 from tui.engine.inject import ALWAYS_INJECTED
 
@@ -239,3 +242,35 @@ async def test_notices_cover_neither_the_message_box_nor_the_header(engine: Chat
         assert not toast.region.overlaps(box.region)
         assert toast.region.y >= 1  # below the header line
         assert toast.region.y < SIZE[1] // 2
+
+
+async def test_a_long_session_title_is_cut_before_the_model_and_index_state(
+    engine: ChatEngine,
+) -> None:
+    app = build_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        header = app.main_screen.query_one(AppHeader)
+        header.session_title = "planning the quarterly offsite in the mountains " * 3
+        await pilot.pause()
+        line = "".join(segment.text for segment in header.render_line(0)).rstrip()
+        assert "“planning the" in line and "…”" in line
+        assert header.model in line and "index" in line  # the state stays in view
+        header.session_title = "short"
+        await pilot.pause()
+        line = "".join(segment.text for segment in header.render_line(0))
+        assert "“short”" in line
+
+
+async def test_a_long_tool_call_title_ends_with_an_ellipsis() -> None:
+    view = ToolCallView(
+        "c1", "save_memory", {"content": "my manager is Priya Ramanathan of the platform team"}
+    )
+    app = PanelHost(lambda: view)
+    async with app.run_test(size=(34, 6)) as pilot:
+        view.set_result({"ok": True}, ok=True)
+        await pilot.pause()
+        title = view.query_one(CollapsibleTitle)
+        line = "".join(segment.text for segment in title.render_line(0)).rstrip()
+        assert line.startswith("▶ save_memory ✓ my manager") and line.endswith("…")
+        assert title.region.right <= 34
