@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from support.fakeopenai import FakeOpenAI
 from support.pilot import SIZE, PanelHost, build_app, ready, send, text_of, wait_until
+from textual import events
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, Static, TextArea, Tree
 from textual.widgets._collapsible import CollapsibleTitle
@@ -196,10 +197,20 @@ async def test_typing_in_a_panel_without_a_text_field_goes_to_the_message_box(
             "focus in the panel",
         )
         assert not isinstance(app.focused, Input | TextArea)
-        await pilot.press(*"hi there")
+        # a burst, as a terminal delivers fast typing or a paste: every key arrives before
+        # focus has moved to the message box, the space too
+        for char in "hi there":
+            app.post_message(events.Key("space" if char == " " else char, char))
         chat_input = app.main_screen.chat_pane.chat_input
         await wait_until(pilot, lambda: chat_input.value == "hi there", "the typed text")
-        assert app.focused is chat_input
+        await wait_until(pilot, lambda: app.focused is chat_input, "the message box focused")
+        # the burst is over: a key bound in a panel means its own thing again
+        await pilot.press("f4")
+        tree = panels.daily_tree.query_one("#daily-tree")
+        await wait_until(pilot, lambda: app.focused is tree, "the Daily tree")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "help")
+        assert chat_input.value == "hi there"
 
 
 async def test_question_mark_opens_help_outside_text_fields(engine: ChatEngine) -> None:

@@ -213,14 +213,17 @@ def test_a_future_dated_log_does_not_demote_the_true_latest_fact(
         engine = MemoryEngine(workspace, embedder=embedder)
         try:
             engine.sync()
-            found = engine.search("which editor do I use now for everything?", now=NOW)
+            # min_score 0: in two or three one-line logs most shared words have no idf, so the
+            # text scores are honestly ~0; the ranking and supersession are under test here
+            found = engine.search("which editor do I use now for everything?", now=NOW, min_score=0)
         finally:
             engine.close()
-        zed = next(r for r in found.results if "Vim to Zed" in r.text)
-        return zed, found.notes
+        return found.results, found.notes
 
     alone, _ = editor_search(with_future=False)
     beside_future, notes = editor_search(with_future=True)
-    assert beside_future.breakdown.superseded == 1.0
-    assert beside_future.score == pytest.approx(alone.score)
+    # the latest true fact leads either way (the future line changes the corpus' idf, so the
+    # scores themselves may differ) and is not superseded by the future-dated line
+    assert "Vim to Zed" in alone[0].text and "Vim to Zed" in beside_future[0].text
+    assert beside_future[0].breakdown.superseded == 1.0
     assert any("9999-12-31" in note and "dated after today" in note for note in notes)

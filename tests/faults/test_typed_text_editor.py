@@ -123,8 +123,13 @@ def test_a_terminated_app_keeps_unsaved_edits_in_a_recovery_copy(tmp_path: Path)
     Workspace.open(root)
     (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
     env = memdeck_env(None, tmp_path)
-    # F5, and once the editor says the file is loaded (it has focus by then), ctrl+end and a line
-    keys = [(b"\x1b[15~", b"MEMORY.md \xc2\xb7 loaded"), (b"\x1b[1;5F", None)]
+    # F5; once the file is loaded and the editor has focus (the footer offers its ^s save),
+    # ctrl+end and a line
+    keys = [
+        (b"\x1b[15~", b"MEMORY.md \xc2\xb7 loaded"),
+        (b"", b"^s save"),
+        (b"\x1b[1;5F", None),
+    ]
     screen = drive_in_a_pty(root, env, [*keys, (b"\r" + TYPED.encode(), None)])
     assert TYPED.encode() in screen, screen[-2000:]
     assert (root / "MEMORY.md").read_text(encoding="utf-8") == MEMORY

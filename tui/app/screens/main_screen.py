@@ -124,6 +124,8 @@ class MainScreen(SessionActions):
         #: True while :meth:`attach` mounts the main widgets.
         self._attaching = False
         self._after_attach: list[Callable[[], object]] = []
+        #: Keys typed in a panel are on their way to the message box (see :meth:`on_key`).
+        self._typing_to_chat = False
 
     @property
     def engine(self) -> ChatEngine:
@@ -578,6 +580,8 @@ class MainScreen(SessionActions):
         """Whatever gets focus is on screen: the half it belongs to comes forward."""
         if not self.ready:
             return
+        if event.widget is self.chat_pane.chat_input:
+            self._typing_to_chat = False  # the burst has arrived; panel keys mean theirs again
         if self.memory_panels in event.widget.ancestors_with_self:
             self.view = "memory"
         elif self.chat_pane in event.widget.ancestors_with_self:
@@ -588,18 +592,24 @@ class MainScreen(SessionActions):
     def on_key(self, event: events.Key) -> None:
         """Typing where nothing takes text (nothing focused, or a memory panel's tree, table or
         view) goes to the message box: typed text is never lost. Keys bound there (``e``,
-        ``?``) and space (it opens tree nodes) keep their meaning."""
-        if not (self.ready and event.is_printable and event.character) or event.key == "space":
+        ``?``, the tree's space) keep their meaning, except within a burst already going to the
+        message box: a paste or fast typing arrives before focus has moved there."""
+        if not (self.ready and event.is_printable and event.character):
             return
         focused = self.focused
+        if focused is self.chat_pane.chat_input:
+            self._typing_to_chat = False
+            return
         if focused is not None and (
             isinstance(focused, Input | TextArea)
             or self.memory_panels not in focused.ancestors_with_self
         ):
             return
-        if event.key in self.active_bindings:
+        if not self._typing_to_chat and event.key in self.active_bindings:
             return
         event.stop()
+        event.prevent_default()
+        self._typing_to_chat = True
         self.action_focus_chat()
         self.chat_pane.chat_input.insert_text_at_cursor(event.character)
 
