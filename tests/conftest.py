@@ -6,6 +6,17 @@ from tui.engine.heap import tune_process
 
 tune_process()  # as the `memdeck` entry point does, before numpy loads
 
+import os  # noqa: E402
+
+import textual.constants  # noqa: E402
+
+# No animations in the test apps: Pilot's press waits for running animations to finish, and one
+# started as the app quits (the MEMORY.md tab's underline narrowing when its ● goes on save)
+# never finishes once the app has stopped, so the test hung until pytest-timeout. Every App
+# reads this at construction; the environment variable reaches the apps tests start in a pty.
+textual.constants.TEXTUAL_ANIMATIONS = "none"
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+
 import pytest  # noqa: E402
 from support.chat_support import TOOLS_TODAY  # noqa: E402
 from support.fakeopenai import FakeOpenAI  # noqa: E402
@@ -55,7 +66,7 @@ TASK_DUMP_LEAD_S = 15
 def _print_asyncio_tasks_before_a_timeout(request: pytest.FixtureRequest) -> Iterator[None]:
     """When a test is about to time out, print every running loop's tasks and where each
     waits: what a hang in an app test is stuck on."""
-    import gc
+    import asyncio
     import sys
     import threading
 
@@ -64,21 +75,32 @@ def _print_asyncio_tasks_before_a_timeout(request: pytest.FixtureRequest) -> Ite
         yield
         return
 
-    def dump() -> None:
-        import asyncio
+    def running_loops() -> list[asyncio.AbstractEventLoop]:
+        """The loops running in any thread, found on the threads' stacks (the app freezes
+        its objects out of ``gc.get_objects``)."""
+        loops: list[asyncio.AbstractEventLoop] = []
+        for frame in sys._current_frames().values():
+            while frame is not None:
+                candidate = frame.f_locals.get("self")
+                if isinstance(candidate, asyncio.AbstractEventLoop) and candidate not in loops:
+                    loops.append(candidate)
+                frame = frame.f_back
+        return loops
 
-        loops = [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]
-        for loop in loops:
-            if not loop.is_running():
-                continue
-            print(f"\n~~~ asyncio tasks of {loop!r} ~~~", file=sys.stderr)
+    def dump() -> None:
+
+        lines: list[str] = []
+        for loop in running_loops():
+            lines.append(f"~~~ asyncio tasks of {loop!r} ~~~")
             for task in list(asyncio.all_tasks(loop)):
-                print(f"- {task.get_name()}: {task.get_coro()!r}", file=sys.stderr)
+                lines.append(f"- {task.get_name()}: {task.get_coro()!r}")
                 for frame in task.get_stack(limit=12):
-                    code = frame.f_code
-                    print(
-                        f"    {code.co_filename}:{frame.f_lineno} {code.co_name}", file=sys.stderr
-                    )
+                    lines.append(f"    {frame.f_code.co_filename}:{frame.f_lineno}")
+        # the real stderr: a running Textual app redirects sys.stderr
+        stream = sys.__stderr__
+        if stream is not None:
+            stream.write("\n".join(lines) + "\n")
+            stream.flush()
 
     timer = threading.Timer(limit - TASK_DUMP_LEAD_S, dump)
     timer.daemon = True
