@@ -207,6 +207,31 @@ def _hit(m: re.Match[str], window: Window, rank: int = 1, core: str | None = Non
     return Hit(m.start(), start, m.end(), window, rank)
 
 
+def _occurrence_hit(
+    m: re.Match[str],
+    occurrence: Occurrence,
+    now: date,
+    *,
+    mode: str = "in",
+    year: int | None = None,
+    rank: int = 1,
+    core: str | None = None,
+) -> Hit | None:
+    """A recurring window (a month day, a season, a holiday): in ``year`` when the text names
+    one, else the occurrence ``mode`` picks around ``now``, kept in ``rebuild`` so a year said
+    elsewhere in the question can move it."""
+    if year is not None:
+        hit = _hit(m, occurrence(year), rank, core)
+        hit.year = year
+        return hit
+    window = resolve(occurrence, mode, now)
+    if window is None:
+        return None
+    hit = _hit(m, window, rank, core)
+    hit.rebuild = occurrence
+    return hit
+
+
 @_rule(
     r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)|(?P<y>yesterday)|"
     r"(?P<t>today)|(?P<tm>tomorrow)|(?P<ln>last night)|tonight|this (?:morning|afternoon|evening))"
@@ -357,18 +382,8 @@ def _month_day_hit(m: re.Match[str], now: date) -> Hit | None:
     day = int(m.group("d"))
     if not 1 <= day <= 31:
         return None
-    occurrence = _month_day_occurrence(month, day)
-    if m.group("y"):
-        year = int(m.group("y"))
-        hit = _hit(m, occurrence(year), rank=0)
-        hit.year = year
-        return hit
-    window = resolve(occurrence, "in", now)
-    if window is None:
-        return None
-    hit = _hit(m, window, rank=0)
-    hit.rebuild = occurrence
-    return hit
+    year = int(m.group("y")) if m.group("y") else None
+    return _occurrence_hit(m, _month_day_occurrence(month, day), now, year=year, rank=0)
 
 
 _rule(
@@ -441,25 +456,15 @@ def _month_qualified(m: re.Match[str], now: date) -> Hit | None:
     part = (m.group("q") or (pre if pre in ("early", "mid", "late") else "")).lower()
     occurrence = _month_occurrence(_MONTH_NUM[name], part)
     mode = pre if pre in ("last", "this", "next") else "in"
-    window = resolve(occurrence, mode, now)
-    if window is None:
-        return None
-    hit = _hit(m, window, core=None if mode != "in" else "m")
-    if mode == "in" and pre not in ("early", "mid", "late"):
+    hit = _occurrence_hit(m, occurrence, now, mode=mode, core=None if mode != "in" else "m")
+    if hit is not None and mode == "in" and pre not in ("early", "mid", "late"):
         hit.start = m.start("q") if m.group("q") else m.start("m")
-    hit.rebuild = occurrence
     return hit
 
 
 @_rule(r"\b(?P<m>" + _M_BARE + r")\b(?!')")
 def _month_bare(m: re.Match[str], now: date) -> Hit | None:
-    occurrence = _month_occurrence(_MONTH_NUM[m.group("m").lower()], "")
-    window = resolve(occurrence, "in", now)
-    if window is None:
-        return None
-    hit = _hit(m, window)
-    hit.rebuild = occurrence
-    return hit
+    return _occurrence_hit(m, _month_occurrence(_MONTH_NUM[m.group("m").lower()], ""), now)
 
 
 @lru_cache(maxsize=256)
@@ -498,16 +503,8 @@ def _season(m: re.Match[str], now: date) -> Hit | None:
     occurrence = _season_occurrence(season, (m.group("q") or "").lower())
     mode = {"past": "last"}.get(pre, pre) if pre in ("last", "this", "next", "past") else "in"
     core = None if mode != "in" else ("q" if m.group("q") else "s")
-    if year:
-        hit = _hit(m, occurrence(int(year)), core=core)
-        hit.year = int(year)
-        return hit
-    window = resolve(occurrence, mode, now)
-    if window is None:
-        return None
-    hit = _hit(m, window, core=core)
-    hit.rebuild = occurrence
-    return hit
+    named = int(year) if year else None
+    return _occurrence_hit(m, occurrence, now, mode=mode, year=named, core=core)
 
 
 _HOLIDAYS = (
@@ -526,17 +523,8 @@ def _holiday(m: re.Match[str], now: date) -> Hit | None:
     pre = (m.group("pre") or "").lower()
     mode = pre if pre in ("last", "this", "next") else "in"
     core = None if mode != "in" else "h"
-    if m.group("y"):
-        year = int(m.group("y"))
-        hit = _hit(m, occurrence(year), core=core)
-        hit.year = year
-        return hit
-    window = resolve(occurrence, mode, now)
-    if window is None:
-        return None
-    hit = _hit(m, window, core=core)
-    hit.rebuild = occurrence
-    return hit
+    year = int(m.group("y")) if m.group("y") else None
+    return _occurrence_hit(m, occurrence, now, mode=mode, year=year, core=core)
 
 
 def _exact(m: re.Match[str], year: int, month: int, day: int) -> Hit:
