@@ -28,7 +28,12 @@ from tui.app.app import MemdeckApp
 from tui.chat.chat import ChatEngine
 
 
-def _snapshot(snap_compare, app: MemdeckApp, before: Callable[[Pilot], Any] | None) -> bool:
+def _snapshot(
+    snap_compare,
+    app: MemdeckApp,
+    before: Callable[[Pilot], Any] | None,
+    size: tuple[int, int] = SIZE,
+) -> bool:
     async def run_before(pilot: Pilot) -> None:
         await ready(pilot)
         if before is not None:
@@ -41,7 +46,7 @@ def _snapshot(snap_compare, app: MemdeckApp, before: Callable[[Pilot], Any] | No
         app.clear_notifications()
         await pilot.pause(0.1)
 
-    return snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    return snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpenAI) -> None:
@@ -86,8 +91,7 @@ def test_snapshot_without_a_model(snap_compare, no_llm_engine: ChatEngine, tmp_p
 def _layout_snapshot(
     snap_compare, app: MemdeckApp, size: tuple[int, int], keys: tuple[str, ...]
 ) -> bool:
-    async def run_before(pilot: Pilot) -> None:
-        await ready(pilot)
+    async def before(pilot: Pilot) -> None:
         await send(pilot, "Which hotels in Lisbon did I look at?")
         await pilot.press(*keys)
         panel = app.main_screen.memory_panels.injection_panel
@@ -99,13 +103,8 @@ def _layout_snapshot(
             ),
             "the preview",
         )
-        for widget in app.query("Input, TextArea"):
-            widget.cursor_blink = False  # type: ignore[attr-defined]
-        await pilot.pause(0.3)
-        app.clear_notifications()
-        await pilot.pause(0.1)
 
-    return snap_compare(app, terminal_size=size, run_before=run_before)
+    return _snapshot(snap_compare, app, before, size)
 
 
 @pytest.mark.parametrize(
@@ -166,17 +165,11 @@ def test_snapshot_explanations(
     server.enqueue(FakeOpenAI.text("Green tea, never coffee."))
     app = build_app(engine)
 
-    async def run_before(pilot: Pilot) -> None:
-        await ready(pilot)
+    async def before(pilot: Pilot) -> None:
         await send(pilot, "do I drink green tea or coffee?")
         if view == "search":
             await _select_search_result(pilot, app)
         else:
             await _why_of_a_memory_md_answer(pilot, app)
-        for widget in app.query("Input, TextArea"):
-            widget.cursor_blink = False  # type: ignore[attr-defined]
-        await pilot.pause(0.3)
-        app.clear_notifications()
-        await pilot.pause(0.1)
 
-    assert snap_compare(app, terminal_size=size, run_before=run_before)
+    assert _snapshot(snap_compare, app, before, size)
