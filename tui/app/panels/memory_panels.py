@@ -34,9 +34,9 @@ TABS = {
     "stats": "Stats",
 }
 
-#: What takes focus when a tab is opened by its key: the widget the user works in there.
+#: What takes focus when a tab is opened by its key: the widget the user works in there
+#: (Inject's depends on what it shows: :attr:`InjectionPanel.focus_target`).
 TAB_FOCUS = {
-    "inject": "#inject-block-scroll",
     "search": "#search-query",
     "daily": "#daily-tree",
     "memory": "#memory-text",

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -256,11 +257,7 @@ class MainScreen(SessionActions):
         """The active keys, ours in the order they are declared (a focused text field binds F6
         too, Textual's select line, which put "f6 stats" first in the footer), and the ones
         :data:`FOOTER_SPARES` names left out of the footer while it would not fit the width."""
-        declared = {
-            binding.id: rank
-            for rank, binding in enumerate([*MAIN_BINDINGS, *self.app.BINDINGS])
-            if isinstance(binding, Binding)
-        }
+        declared = self._declared_order
         bindings = dict(
             sorted(
                 super().active_bindings.items(),
@@ -274,6 +271,15 @@ class MainScreen(SessionActions):
                 if active.binding.id == spare:
                     bindings[key] = active._replace(binding=replace(active.binding, show=False))
         return bindings
+
+    @cached_property
+    def _declared_order(self) -> dict[str | None, int]:
+        """Each of our binding ids with its place in the screen's and the app's lists."""
+        return {
+            binding.id: rank
+            for rank, binding in enumerate([*MAIN_BINDINGS, *self.app.BINDINGS])
+            if isinstance(binding, Binding)
+        }
 
     def _footer_width(self, bindings: dict[str, ActiveBinding]) -> int:
         """Columns the compact footer takes for ``bindings`` (a group: its keys, then its
