@@ -32,7 +32,7 @@ from ...engine.engine import CONSOLIDATION, MemoryEngine
 from ...engine.fileio import ConcurrentEditError, encode_exact, read_markdown, sha256_bytes
 from ...engine.metadata import split_meta
 from ...engine.store import parse_entries
-from ...engine.workspace import MEMORY_DIR, MEMORY_FILE, date_for_path
+from ...engine.workspace import MEMORY_FILE, date_for_path
 from ..client import LLMClient, LLMError
 from ..state import WorkspaceState, local_now
 from .planner import plan_proposal
@@ -161,16 +161,31 @@ class Consolidator:
             start = last
         return start, today
 
+    def _log_files(self, start: date, end: date) -> list[tuple[date, str, Path]]:
+        """``(day, relative path, path)`` of the daily logs dated ``start``..``end``, oldest
+        first."""
+        found: list[tuple[date, str, Path]] = []
+        for rel, path in self.memory.workspace.iter_memory_files():
+            day = date_for_path(rel)  # None for MEMORY.md and anything outside memory/
+            if day is not None and start <= day <= end:
+                found.append((day, rel, path))
+        return sorted(found)
+
+    def _remember(self, **fields: str) -> None:
+        """Merge ``fields`` into the consolidation state (the state file is shared: one
+        locked read-modify-write)."""
+
+        def merge(data: dict[str, Any]) -> None:
+            state = data.get(STATE_KEY)
+            data[STATE_KEY] = {**(state if isinstance(state, dict) else {}), **fields}
+
+        self.state.update(merge)
+
     def daily_logs(self, start: date, end: date) -> list[DailyLog]:
         """The daily logs dated ``start``..``end``, oldest first, without metadata comments and
         without forgotten or superseded lines."""
-        found: list[tuple[date, str, Path]] = []
-        for rel, path in self.memory.workspace.iter_memory_files():
-            day = date_for_path(rel)
-            if rel.startswith(MEMORY_DIR + "/") and day is not None and start <= day <= end:
-                found.append((day, rel, path))
         logs: list[DailyLog] = []
-        for day, rel, path in sorted(found):
+        for day, rel, path in self._log_files(start, end):
             try:
                 read = read_markdown(path)
             except OSError:
@@ -200,12 +215,8 @@ class Consolidator:
         marks = [d for d in (self.last_consolidated, self.last_rejected) if d is not None]
         if marks and (today - max(marks)).days < every:
             return False
-        start, end = self.window(today=today)
         since = self.last_consolidated_at
-        for rel, path in self.memory.workspace.iter_memory_files():
-            day = date_for_path(rel)
-            if day is None or not start <= day <= end:
-                continue
+        for _day, _rel, path in self._log_files(*self.window(today=today)):
             if since is None:
                 return True
             try:
@@ -223,22 +234,14 @@ class Consolidator:
             return False
         now = now or self.clock()
         today = now.date() if isinstance(now, datetime) else now
-        start, end = self.window(today=today)
         newest = 0
-        for rel, path in self.memory.workspace.iter_memory_files():
-            day = date_for_path(rel)
-            if day is not None and start <= day <= end:
-                with contextlib.suppress(OSError):
-                    newest = max(newest, path.stat().st_mtime_ns)
+        for _day, _rel, path in self._log_files(*self.window(today=today)):
+            with contextlib.suppress(OSError):
+                newest = max(newest, path.stat().st_mtime_ns)
         reason = f"{self.last_consolidated}|{self.last_rejected}|{newest}"
         if self._state().get("offered") == reason:
             return False
-
-        def remember(data: dict[str, Any]) -> None:
-            state = data.get(STATE_KEY)
-            data[STATE_KEY] = {**(state if isinstance(state, dict) else {}), "offered": reason}
-
-        self.state.update(remember)
+        self._remember(offered=reason)
         return True
 
     def status(self, now: datetime | None = None) -> dict[str, Any]:
@@ -388,19 +391,13 @@ class Consolidator:
         )
         self.memory.sync_changed([MEMORY_FILE], origin=CONSOLIDATION)
         now = self.clock()
-
-        def remember(data: dict[str, Any]) -> None:
-            state = data.get(STATE_KEY)
-            data[STATE_KEY] = {
-                **(state if isinstance(state, dict) else {}),
-                "last_date": now.date().isoformat(),
-                "last_at": now.isoformat(timespec="seconds"),
-                "read_at": proposal.created_at,
-                "last_hash": after_hash,
-                "last_proposal": proposal.id,
-            }
-
-        self.state.update(remember)
+        self._remember(
+            last_date=now.date().isoformat(),
+            last_at=now.isoformat(timespec="seconds"),
+            read_at=proposal.created_at,
+            last_hash=after_hash,
+            last_proposal=proposal.id,
+        )
         return AcceptResult(
             proposal.id, proposal.base_hash, after_hash, not proposal.unchanged, proposal.stats
         )
