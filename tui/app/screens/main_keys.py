@@ -1,9 +1,12 @@
 """The main screen's keys, help text and layout breakpoints (data, kept apart from the code
-that acts on them)."""
+that acts on them), and how the footer fits them to the width."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from collections.abc import Callable
+from dataclasses import replace
+
+from textual.binding import ActiveBinding, Binding
 
 #: Screen widths (columns) at which the layout changes: below ``-medium`` the chat and the
 #: memory panels share the screen (one at a time, ctrl+t flips); below ``-wide`` the session
@@ -108,3 +111,40 @@ MAIN_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
         tooltip="Back to the message box",
     ),
 ]
+
+
+def fit_footer(
+    bindings: dict[str, ActiveBinding],
+    declared: dict[str | None, int],
+    width: int,
+    key_display: Callable[[Binding], str],
+) -> dict[str, ActiveBinding]:
+    """``bindings`` with ours in their ``declared`` order (a focused text field binds F6 too,
+    Textual's select line, which put "f6 stats" first in the footer), and the ones
+    :data:`FOOTER_SPARES` names hidden while the footer would not fit ``width``."""
+    fitted = dict(sorted(bindings.items(), key=lambda item: declared.get(item[1].binding.id, -1)))
+    spares = list(FOOTER_SPARES)
+    while spares and footer_width(fitted, key_display) > width:
+        spare = spares.pop(0)
+        for key, active in fitted.items():
+            if active.binding.id == spare:
+                fitted[key] = active._replace(binding=replace(active.binding, show=False))
+    return fitted
+
+
+def footer_width(bindings: dict[str, ActiveBinding], key_display: Callable[[Binding], str]) -> int:
+    """Columns the compact footer takes for ``bindings`` (a group: its keys, then its
+    description)."""
+    width = 0
+    groups: set[str] = set()
+    for active in bindings.values():
+        binding = active.binding
+        if not binding.show:
+            continue
+        width += len(key_display(binding)) + 1
+        if binding.group is None:
+            width += len(binding.description) + 1
+        elif binding.group.description not in groups:
+            groups.add(binding.group.description)
+            width += len(binding.group.description) + 1
+    return width

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from tui.app.screens.main_keys import BREAKPOINTS, FOOTER_SPARES, MAIN_BINDINGS, MAIN_HELP
+from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
 from tui.app.screens.session_actions import SessionActions
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
@@ -254,23 +254,10 @@ class MainScreen(SessionActions):
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
-        """The active keys, ours in the order they are declared (a focused text field binds F6
-        too, Textual's select line, which put "f6 stats" first in the footer), and the ones
-        :data:`FOOTER_SPARES` names left out of the footer while it would not fit the width."""
-        declared = self._declared_order
-        bindings = dict(
-            sorted(
-                super().active_bindings.items(),
-                key=lambda item: declared.get(item[1].binding.id, -1),
-            )
+        """The active keys as the footer shows them (see :func:`fit_footer`)."""
+        return fit_footer(
+            super().active_bindings, self._declared_order, self.size.width, self.app.get_key_display
         )
-        spares = list(FOOTER_SPARES)
-        while spares and self._footer_width(bindings) > self.size.width:
-            spare = spares.pop(0)
-            for key, active in bindings.items():
-                if active.binding.id == spare:
-                    bindings[key] = active._replace(binding=replace(active.binding, show=False))
-        return bindings
 
     @cached_property
     def _declared_order(self) -> dict[str | None, int]:
@@ -280,23 +267,6 @@ class MainScreen(SessionActions):
             for rank, binding in enumerate([*MAIN_BINDINGS, *self.app.BINDINGS])
             if isinstance(binding, Binding)
         }
-
-    def _footer_width(self, bindings: dict[str, ActiveBinding]) -> int:
-        """Columns the compact footer takes for ``bindings`` (a group: its keys, then its
-        description)."""
-        width = 0
-        groups: set[str] = set()
-        for active in bindings.values():
-            binding = active.binding
-            if not binding.show:
-                continue
-            width += len(self.app.get_key_display(binding)) + 1
-            if binding.group is None:
-                width += len(binding.description) + 1
-            elif binding.group.description not in groups:
-                groups.add(binding.group.description)
-                width += len(binding.group.description) + 1
-        return width
 
     def on_resize(self) -> None:
         """The footer's keys depend on the width (see :attr:`active_bindings`)."""
