@@ -8,7 +8,8 @@ from pathlib import Path
 
 from support.chat_support import TOOLS_TODAY
 
-from tui.chat.tools import MAX_SAVE_CHARS, MemoryTools, split_statement
+from tui.chat.tool_specs import MAX_SAVE_CHARS
+from tui.chat.tools import MemoryTools, split_statement
 from tui.engine.engine import MemoryEngine
 
 TODAY = TOOLS_TODAY

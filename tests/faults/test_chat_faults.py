@@ -30,7 +30,8 @@ from tui.chat.chat import ChatEngine
 from tui.chat.config import Config, ConfigError, load_config
 from tui.chat.events import TextDelta, ToolCallFinished, TurnDone
 from tui.chat.sessions import SessionStore
-from tui.chat.tools import DAILY_LOG_SPEC, TOOL_SPECS, MemoryTools
+from tui.chat.tool_specs import DAILY_LOG_SPEC, TOOL_SPECS
+from tui.chat.tools import MemoryTools
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
 
