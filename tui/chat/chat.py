@@ -27,9 +27,8 @@ from ..engine.embeddings import count_tokens_batch
 from ..engine.engine import MemoryEngine
 from ..engine.index import SyncReport
 from ..engine.inject import SUMMARY_TAG, Injection, delimited_block
-from ..engine.workspace import Workspace
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
-from .config import Config, embedder_for, load_config
+from .config import Config, embedder_for, load_config, open_memory
 from .consolidation import Consolidator
 from .events import (
     ChatEvent,
@@ -168,14 +167,7 @@ class ChatEngine:
         Call ``engine.memory.sync()`` (and ``load_model()``) from a worker before relying on search.
         """
         config = config or load_config()
-        root = workspace if workspace is not None else config.memory.workspace
-        memory = MemoryEngine(
-            Workspace.open(root, create=create),
-            embedder=embedder_for(config, resident=resident),
-            search_options=config.memory.search_options(),
-            injection_options=config.memory.injection_options(),
-        )
-        engine = cls(config, memory)
+        engine = cls(config, open_memory(config, workspace, create=create, resident=resident))
         engine.resident = resident
         return engine
 

@@ -376,6 +376,24 @@ def embedder_for(config: Config, *, resident: bool = False) -> Any:
         raise
 
 
+def open_memory(
+    config: Config, root: Path | str | None = None, *, create: bool = True, resident: bool = False
+) -> Any:  # MemoryEngine (imported here: the config is read before the engine loads)
+    """The memory engine for ``root`` (else the config's workspace) as every part of memdeck
+    opens it: the configured embedder, search options and injection budget, so the app, the
+    command line and ``memdeck mcp`` rank and inject alike. A ConfigError when the embedder
+    cannot be built."""
+    from ..engine.engine import MemoryEngine
+    from ..engine.workspace import Workspace
+
+    return MemoryEngine(
+        Workspace.open(root if root is not None else config.memory.workspace, create=create),
+        embedder=embedder_for(config, resident=resident),
+        search_options=config.memory.search_options(),
+        injection_options=config.memory.injection_options(),
+    )
+
+
 def _checked_prices(value: Any) -> Any:
     """``{model: {"input": x, "output": y}}`` with non-negative finite numbers, else _INVALID."""
     if not isinstance(value, dict):

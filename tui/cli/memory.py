@@ -13,31 +13,21 @@ from .registry import CliError, Command
 
 
 def open_engine(args: argparse.Namespace, *, create: bool = False):  # -> MemoryEngine
-    """The engine for ``--workspace`` (or its default). Engine commands never create a workspace by accident."""
-    from ..engine.engine import MemoryEngine
-    from ..engine.workspace import Workspace
-
-    workspace = Workspace.open(args.workspace, create=create)
-    engine = MemoryEngine(workspace, embedder=_configured_embedder())
-    for notice in engine.notices:
-        print(f"memdeck: {notice}", file=sys.stderr)
-    return engine
-
-
-def _configured_embedder():  # -> Embedder | RemoteEmbedder | None
-    """The embedder of ``[embeddings]`` in the config (None: the local default)."""
-    from ..chat.config import ConfigError, embedder_for, load_config
+    """The engine for ``--workspace`` (or its default) with the config's embedder, search
+    options and injection budget (as the app has them). Engine commands never create a
+    workspace by accident."""
+    from ..chat.config import ConfigError, load_config, open_memory
+    from ..engine.workspace import default_workspace
 
     try:
         config = load_config()
+        root = args.workspace if args.workspace is not None else default_workspace()
+        engine = open_memory(config, root, create=create)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
-    if config.embeddings.provider == "local":
-        return None
-    try:
-        return embedder_for(config)
-    except ConfigError as exc:
-        raise CliError(str(exc)) from exc
+    for notice in engine.notices:
+        print(f"memdeck: {notice}", file=sys.stderr)
+    return engine
 
 
 def load_model(engine) -> None:  # MemoryEngine
