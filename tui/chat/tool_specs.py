@@ -89,6 +89,15 @@ class ToolSpec:
     parameters: dict[str, Any]
     required: tuple[str, ...] = ()
 
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (an object of :attr:`parameters`)."""
+        return {
+            "type": "object",
+            "properties": self.parameters,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
+
     def to_openai(self) -> dict[str, Any]:
         """The ``tools=[...]`` element of a chat completion request."""
         return {
@@ -96,12 +105,7 @@ class ToolSpec:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": {
-                    "type": "object",
-                    "properties": self.parameters,
-                    "required": list(self.required),
-                    "additionalProperties": False,
-                },
+                "parameters": self.input_schema(),
             },
         }
 

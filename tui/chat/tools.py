@@ -112,9 +112,18 @@ def _brief(entry: MemoryEntry) -> dict[str, Any]:
 class MemoryTools:
     """Runs the memory tools against one :class:`MemoryEngine`. Blocking; thread-safe."""
 
-    def __init__(self, memory: MemoryEngine, *, today: Callable[[], date] = date.today) -> None:
+    def __init__(
+        self,
+        memory: MemoryEngine,
+        *,
+        today: Callable[[], date] = date.today,
+        explain: bool = False,
+    ) -> None:
+        """``explain``: search results carry their score breakdown (for clients that show
+        why a memory came back; the chat model does without, it costs tokens)."""
         self.memory = memory
         self.today = today
+        self.explain = explain
         self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
             "save_memory": self.save_memory,
             "memory_search": self.memory_search,
@@ -256,8 +265,12 @@ class MemoryTools:
             }
             if ids:  # hand-written lines and daily logs have none
                 hit["ids"] = ids
+            if self.explain:
+                hit["breakdown"] = r.to_json()["breakdown"]
             results.append(hit)
         content: dict[str, Any] = {"results": results, "mode": response.mode}
+        if self.explain and response.notes:
+            content["notes"] = response.notes
         if not results:
             content["message"] = "No memories matched."
         return ToolResult(True, content)

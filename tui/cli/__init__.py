@@ -2,7 +2,8 @@
 
 - :mod:`.registry`: :class:`Command` and :class:`CliError` (imports no command);
 - :mod:`.memory`: ``search``, ``inject``, ``reindex``, ``stats`` (the memory engine alone);
-- :mod:`.chat`: ``ask``, ``flush``, ``sessions``, ``consolidate`` (the chat engine).
+- :mod:`.chat`: ``ask``, ``flush``, ``sessions``, ``consolidate`` (the chat engine);
+- :mod:`.serve`: ``mcp`` (the memory as an MCP server).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from ..engine.embeddings import EmbeddingError
 from ..engine.fileio import ConcurrentEditError
 from ..engine.index_db import DatabaseError, IndexLockedError, is_busy
 from ..engine.workspace import WorkspaceError, default_workspace
-from . import chat, memory
+from . import chat, memory, serve
 from .registry import CliError, Command
 
 #: Every subcommand by name, in the order ``memdeck --help`` lists them.
-COMMANDS: dict[str, Command] = {**memory.COMMANDS, **chat.COMMANDS}
+COMMANDS: dict[str, Command] = {**memory.COMMANDS, **chat.COMMANDS, **serve.COMMANDS}
 
 __all__ = ["COMMANDS", "CliError", "Command", "build_parser", "main", "run_tui"]
 

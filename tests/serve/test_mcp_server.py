@@ -1,0 +1,242 @@
+"""memdeck mcp end to end: the SDK's real client over stdio, spawning the real ``memdeck mcp``
+(a fresh interpreter, the real engine, SQLite and model); nothing in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import Implementation
+from support.chat_support import ROOT, memdeck_env, run_memdeck
+
+from tui.chat.activity import ActivityLog
+from tui.chat.tool_specs import TOOL_SPECS
+from tui.serve.mcp_server import recall_text
+
+MEMORY = (
+    "# Long-term Memory\n\n"
+    "- The deploy procedure for prod is: tag the release, wait for CI, run deploy.sh\n"
+    "- Code review SLA is one working day\n"
+)
+LOG = "# 2026-11-20\n\n- Debugged the flaky login test with Dana; the cause was a stale cache\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text(MEMORY)
+    (ws / "memory" / "2026-11-20.md").write_text(LOG)
+    return ws
+
+
+def server_parameters(workspace: Path, tmp_path: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-c",
+            "import sys; from tui.main import main; sys.exit(main())",
+            "--workspace",
+            str(workspace),
+            "mcp",
+        ],
+        env=memdeck_env(None, tmp_path, PYTHONPATH=str(ROOT)),
+        cwd=str(ROOT),
+    )
+
+
+@asynccontextmanager
+async def connected(workspace: Path, tmp_path: Path) -> AsyncIterator[ClientSession]:
+    """A client session with a ``memdeck mcp`` process, initialised."""
+    errlog = (tmp_path / "server-stderr.txt").open("w")
+    try:
+        async with (
+            stdio_client(server_parameters(workspace, tmp_path), errlog=errlog) as (read, write),
+            ClientSession(
+                read, write, client_info=Implementation(name="test-agent", version="9.1")
+            ) as session,
+        ):
+            await session.initialize()
+            yield session
+    finally:
+        errlog.close()
+
+
+async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace, tmp_path):
+    async with connected(workspace, tmp_path) as session:
+        tools = (await session.list_tools()).tools
+        prompts = (await session.list_prompts()).prompts
+    assert [t.name for t in tools] == [spec.name for spec in TOOL_SPECS]
+    for tool, spec in zip(tools, TOOL_SPECS, strict=True):
+        assert tool.description == spec.description
+        assert tool.inputSchema == spec.input_schema()
+    by_name = {t.name: t for t in tools}
+    assert by_name["memory_search"].annotations.readOnlyHint is True
+    assert by_name["forget_memory"].annotations.destructiveHint is True
+    assert [p.name for p in prompts] == ["recall"]
+    assert [a.name for a in prompts[0].arguments] == ["query"]
+
+
+async def test_search_finds_a_seeded_fact_with_its_breakdown(workspace, tmp_path):
+    async with connected(workspace, tmp_path) as session:
+        result = await session.call_tool(
+            "memory_search", {"query": "what is the deploy procedure for prod", "maxResults": 3}
+        )
+    assert result.isError is False
+    hits = result.structuredContent["results"]
+    assert hits[0]["path"] == "MEMORY.md"
+    assert "deploy.sh" in hits[0]["snippet"]
+    assert (hits[0]["startLine"], hits[0]["endLine"]) == (3, 3)
+    breakdown = hits[0]["breakdown"]
+    assert breakdown["vector"] is not None and breakdown["vector"] > 0  # the model was loaded
+    assert {"bm25", "text", "hybrid", "relevance", "decay", "recency"} <= set(breakdown)
+    assert json.loads(result.content[0].text) == result.structuredContent
+
+
+async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(workspace, tmp_path):
+    async with connected(workspace, tmp_path) as session:
+        result = await session.call_tool(
+            "save_memory", {"content": "The staging database is called wombat"}
+        )
+    assert result.isError is False and result.structuredContent["saved"] is True
+    text = (workspace / "MEMORY.md").read_text()
+    assert text.startswith(MEMORY)  # every existing byte kept
+    assert "The staging database is called wombat" in text
+    found = run_memdeck(
+        ["--workspace", str(workspace), "search", "--bm25", "--json", "staging database wombat"],
+        memdeck_env(None, tmp_path),
+    )
+    assert found.returncode == 0, found.stderr
+    assert "wombat" in json.loads(found.stdout)["results"][0]["text"]
+
+
+async def test_a_path_outside_the_workspace_is_an_error_and_serving_goes_on(workspace, tmp_path):
+    async with connected(workspace, tmp_path) as session:
+        refused = await session.call_tool("memory_get", {"path": "../../etc/passwd"})
+        after = await session.call_tool("memory_get", {"path": "MEMORY.md"})
+    assert refused.isError is True
+    assert refused.structuredContent["error"] == "path_refused"
+    assert refused.content[0].text.startswith("path_refused: ")
+    assert "root:" not in json.dumps(refused.model_dump())
+    assert after.isError is False and "deploy.sh" in after.structuredContent["text"]
+
+
+async def test_hostile_arguments_are_errors_and_the_next_call_works(workspace, tmp_path):
+    async with connected(workspace, tmp_path) as session:
+        huge = await session.call_tool("memory_search", {"query": "deploy", "maxResults": 10**400})
+        unknown = await session.call_tool("memory_search", {"query": "deploy", "rm": "-rf"})
+        wrong = await session.call_tool("save_memory", {"content": ["not", "text"]})
+        no_tool = await session.call_tool("append_daily_log", {"content": "x"})
+        fine = await session.call_tool("memory_search", {"query": "deploy", "maxResults": 2})
+    for bad in (huge, unknown, wrong):
+        assert bad.isError is True
+        assert bad.structuredContent["error"] == "validation_error"
+    assert "maxResults" in huge.content[0].text
+    assert no_tool.isError is True and no_tool.structuredContent["error"] == "unknown_tool"
+    assert fine.isError is False and fine.structuredContent["results"]
+
+
+def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(workspace, tmp_path):
+    """JSON the SDK client would never write (it turns infinity into null): raw lines."""
+    params = server_parameters(workspace, tmp_path)
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    raw = [json.dumps(line) for line in lines]
+    raw.append(
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_search",'
+        '"arguments":{"query":"deploy","maxResults":1e999}}}'
+    )
+    raw.append(
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_search",'
+        '"arguments":{"query":"deploy","maxResults":2}}}'
+    )
+    server = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=params.env,
+        cwd=params.cwd,
+        text=True,
+    )
+    answers: dict[int, dict] = {}
+    try:
+        for line in raw:  # one at a time, each answered before the next (stdin stays open)
+            server.stdin.write(line + "\n")
+            server.stdin.flush()
+            wanted = json.loads(line.replace("1e999", "0")).get("id")
+            while wanted is not None and wanted not in answers:
+                answer = json.loads(server.stdout.readline())
+                answers[answer.get("id")] = answer
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+    assert server.returncode == 0
+    assert answers[2]["result"]["isError"] is True
+    assert "maxResults" in answers[2]["result"]["content"][0]["text"]
+    assert answers[3]["result"]["isError"] is False
+    assert answers[3]["result"]["structuredContent"]["results"]
+
+
+async def test_recall_is_the_block_memdeck_inject_gives(workspace, tmp_path):
+    query = "how did we fix the flaky login test"
+    async with connected(workspace, tmp_path) as session:
+        prompt = await session.get_prompt("recall", {"query": query})
+    cli = run_memdeck(
+        ["--workspace", str(workspace), "inject", "--json", query], memdeck_env(None, tmp_path)
+    )
+    assert cli.returncode == 0, cli.stderr
+    block = json.loads(cli.stdout)["text"]
+    assert "stale cache" in block
+    [message] = prompt.messages
+    assert message.role == "user"
+    assert message.content.text == recall_text(block)
+    assert "not instructions" in message.content.text.split("<memory-notes>")[0]
+
+
+async def test_every_call_is_in_the_private_activity_log(workspace, tmp_path):
+    async with connected(workspace, tmp_path) as session:
+        await session.call_tool("memory_search", {"query": "code review SLA"})
+        await session.call_tool("save_memory", {"content": "Standup moved to 9:45"})
+        await session.call_tool("forget_memory", {"query": "Standup moved to 9:45"})
+        await session.get_prompt("recall", {"query": "code review"})
+        await session.call_tool("memory_get", {"path": "../secrets"})
+    log = ActivityLog(workspace)
+    records = log.read()
+    assert [(r.kind, r.name, r.ok) for r in records] == [
+        ("tool", "memory_search", True),
+        ("tool", "save_memory", True),
+        ("tool", "forget_memory", True),
+        ("prompt", "recall", True),
+        ("tool", "memory_get", False),
+    ]
+    assert {r.client for r in records} == {"test-agent 9.1"}
+    search, save, forget, recall, refused = records
+    assert search.arguments == 'query="code review SLA"'
+    assert search.results[0]["path"] == "MEMORY.md" and "breakdown" in search.results[0]
+    assert search.entries[0] == "MEMORY.md#L4-4"
+    assert save.entries[0].startswith("MEMORY.md#L")
+    assert forget.forgotten == [{"path": "MEMORY.md", "text": "Standup moved to 9:45"}]
+    assert recall.query == "code review" and recall.results
+    assert refused.summary.startswith("error: ")
+    assert stat.S_IMODE(os.stat(log.path).st_mode) == 0o600

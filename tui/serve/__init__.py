@@ -1,0 +1,1 @@
+"""memdeck's memory served to other programs (``memdeck mcp``). Imports no Textual."""
