@@ -72,9 +72,8 @@ import tomlkit
 import tomlkit.exceptions
 
 from ..engine.fileio import atomic_write_text, lock_for
-from ..engine.inject import InjectionOptions
+from ..engine.options import InjectionOptions, SearchOptions
 from ..engine.redaction import display_url
-from ..engine.search import SearchOptions
 from .config_sections import (
     OPENAI_BASE_URL,
     PREFIXED,

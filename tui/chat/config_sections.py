@@ -13,9 +13,8 @@ from urllib.parse import urlsplit
 
 import platformdirs
 
-from ..engine.inject import InjectionOptions
+from ..engine.options import InjectionOptions, SearchOptions
 from ..engine.redaction import display_url
-from ..engine.search import SearchOptions
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 

@@ -16,10 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..engine.embeddings import EmbeddingError
-from ..engine.fileio import ConcurrentEditError
-from ..engine.index_db import DatabaseError, IndexLockedError, is_busy
-from ..engine.workspace import WorkspaceError, default_workspace
+from ..engine.workspace import default_workspace
 from . import chat, memory, serve
 from .registry import CliError, Command
 
@@ -87,30 +84,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run = getattr(args, "run", None)
         return run(args) if run else run_tui(args)
-    except (CliError, WorkspaceError, EmbeddingError, ConcurrentEditError, IndexLockedError) as exc:
-        print(f"memdeck: error: {exc}", file=sys.stderr)
-        return 2
-    except DatabaseError as exc:
-        if is_busy(exc):  # locked is never broken: waiting is the cure, not a reindex
-            print(
-                f"memdeck: error: the index is locked by another process ({exc})", file=sys.stderr
-            )
-            return 2
-        if disk_is_full(exc, getattr(args, "workspace", None)):  # a reindex needs more space
-            print(
-                f"memdeck: error: the disk is full ({exc}); free some space and try again "
-                "(your Markdown files are unchanged)",
-                file=sys.stderr,
-            )
-            return 2
-        print(
-            f"memdeck: error: the index could not be used ({exc}); run `memdeck reindex`",
-            file=sys.stderr,
-        )
-        return 2
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"memdeck: error:{where} {exc.strerror or exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        message = one_line_error(exc, getattr(args, "workspace", None))
+        if message is None:
+            raise
+        print(f"memdeck: error: {message}", file=sys.stderr)
+        return 2
+
+
+def one_line_error(exc: Exception, workspace: str | os.PathLike[str] | None) -> str | None:
+    """What ``memdeck`` says of ``exc`` in one line; None for a bug (its traceback shows).
+
+    The error classes are imported here, when one happened: parsing the command line loads
+    neither the index nor the model's runtime."""
+    from ..engine.embeddings import EmbeddingError
+    from ..engine.fileio import ConcurrentEditError
+    from ..engine.index_db import DatabaseError, IndexLockedError, is_busy
+    from ..engine.workspace import WorkspaceError
+
+    if isinstance(
+        exc, CliError | WorkspaceError | EmbeddingError | ConcurrentEditError | IndexLockedError
+    ):
+        return str(exc)
+    if isinstance(exc, DatabaseError):
+        if is_busy(exc):  # locked is never broken: waiting is the cure, not a reindex
+            return f"the index is locked by another process ({exc})"
+        if disk_is_full(exc, workspace):  # a reindex needs more space
+            return (
+                f"the disk is full ({exc}); free some space and try again "
+                "(your Markdown files are unchanged)"
+            )
+        return f"the index could not be used ({exc}); run `memdeck reindex`"
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+        return f"{exc.filename} {reason}" if exc.filename else reason
+    return None

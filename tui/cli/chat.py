@@ -8,26 +8,19 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..chat.chat import ChatEngine
 from ..chat.config import ConfigError, check_setting, config_path, load_config
-from ..chat.consolidation import Proposal
-from ..chat.events import (
-    Compacted,
-    CompactionFailed,
-    CompactionStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TriggerEvent,
-    TurnDone,
-    TurnError,
-)
-from ..chat.sessions import SessionError, UnloggedMessagesError
-from ..chat.workbench import Workbench
 from .memory import load_model
 from .registry import CliError, Command
+
+# The chat engine (and with it the index, numpy and the model's runtime) is imported by the
+# commands that run it, not to parse the command line: `memdeck mcp` and --help start faster.
+if TYPE_CHECKING:
+    from ..chat.chat import ChatEngine
+    from ..chat.consolidation import Proposal
+    from ..chat.events import TriggerEvent
+    from ..chat.workbench import Workbench
 
 
 def _add_llm_flags(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +37,8 @@ def _add_llm_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace, *, create: bool) -> ChatEngine:
+    from ..chat.chat import ChatEngine
+
     try:
         config = load_config(
             args.config,
@@ -60,6 +55,8 @@ def _open(args: argparse.Namespace, *, create: bool) -> ChatEngine:
 
 def _workbench(args: argparse.Namespace, engine: ChatEngine) -> Workbench:
     """The orchestration the app uses, over ``engine`` (one ``asyncio.run`` per step)."""
+    from ..chat.workbench import Workbench
+
     config_file = Path(args.config).expanduser() if args.config else config_path()
     return Workbench(engine, config_file=config_file)
 
@@ -110,6 +107,17 @@ async def _allow_forget(_memories: list[str], _already: int) -> bool:
 
 
 async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> int:
+    from ..chat.events import (
+        Compacted,
+        CompactionFailed,
+        CompactionStarted,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallStarted,
+        TurnDone,
+        TurnError,
+    )
+
     status = 0
     wrote_text = False
     async for event in engine.run_turn(session_id, question):
@@ -148,6 +156,8 @@ async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> in
 
 
 def _run_ask(args: argparse.Namespace) -> int:
+    from ..chat.sessions import SessionError
+
     engine = _open(args, create=True)
     try:
         problem = engine.llm_problem
@@ -193,6 +203,8 @@ def _configure_flush(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_flush(args: argparse.Namespace) -> int:
+    from ..chat.sessions import SessionError
+
     engine = _open(args, create=False)
     try:
         try:
@@ -234,6 +246,8 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_sessions(args: argparse.Namespace) -> int:
+    from ..chat.sessions import SessionError
+
     engine = _open(args, create=False)
     try:
         try:
@@ -269,6 +283,8 @@ def _run_sessions(args: argparse.Namespace) -> int:
 
 
 def _delete_session(workbench: Workbench, session_id: str, *, force: bool) -> int:
+    from ..chat.sessions import UnloggedMessagesError
+
     engine = workbench.engine
     if not engine.sessions.exists(session_id):
         raise CliError(f"no session {session_id!r}")

@@ -20,9 +20,10 @@ from .embeddings import (
 )
 from .heap import resident_mb
 from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
-from .inject import Injection, InjectionOptions, build_injection
+from .inject import Injection, build_injection
 from .metadata import EntryMeta
-from .search import SearchOptions, SearchResponse, retrieval_text, search
+from .options import InjectionOptions, SearchOptions
+from .search import SearchResponse, retrieval_text, search
 from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .metadata import split_meta
+from .options import InjectionOptions
 from .search import SearchResult
 from .workspace import MEMORY_FILE
 
@@ -63,21 +64,6 @@ def neutralise_markers(text: str) -> str:
 def delimited_block(tag: str, body: str) -> str:
     """``body`` between ``<tag>`` and ``</tag>`` with any marker inside it neutralised."""
     return f"<{tag}>\n{neutralise_markers(body)}\n</{tag}>"
-
-
-@dataclass(frozen=True)
-class InjectionOptions:
-    """Budget knobs. Tokens are counted in the embedding tokenizer's word-pieces (close to LLM tokens)."""
-
-    budget_tokens: int = 2000
-    #: MEMORY.md may take at most this share of the budget when relevant memories compete for it.
-    memory_share: float = 0.6
-    #: Search results offered to the budget, best first; packing stops when the budget is full.
-    #: 60 units of ~35 tokens overfill 2,000 tokens; more cost time and carried no more evidence
-    #: on LoCoMo (100 results from a pool of 400: same recall, 2.6x the time).
-    max_memories: int = 60
-    #: Candidates searched per offered result (search's default is 4).
-    candidate_multiplier: int = 2
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ from the options and constants it uses, so the app's help and the README cannot 
 
 from __future__ import annotations
 
+from .options import SearchOptions
 from .search import (
     CONFIDENCE_WEIGHTS,
     DECAY_FLOOR,
@@ -10,7 +11,6 @@ from .search import (
     RRF_K,
     WINDOW_OUTSIDE,
     WINDOW_UNDATED,
-    SearchOptions,
 )
 from .search_links import LINK_WEIGHT, SUPERSEDED
 

@@ -20,6 +20,7 @@ from datetime import date, timedelta
 import numpy as np
 
 from .index import ChunkRow, MemoryIndex
+from .options import SearchOptions
 from .search_links import SUPERSEDED, update_links
 from .temporal import TimeIntent, parse_time_intent
 from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
@@ -40,44 +41,6 @@ WINDOW_UNDATED = 0.8
 WINDOW_SLACK = timedelta(days=1)
 #: Threshold mode reads at most this many full-text matches.
 THRESHOLD_TEXT_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """Search knobs; defaults follow OpenClaw."""
-
-    max_results: int = 6
-    min_score: float = 0.3
-    candidate_multiplier: int = 4
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
-    half_life_days: float = 30.0
-    #: False: ignore dates altogether (no recency, no time windows).
-    decay: bool = True
-    #: When age weighs in: "intent" (current-state questions only), "always", or "never".
-    recency: str = "intent"
-    #: With ``recency="intent"``: a present-tense question ("where do I live?") counts as
-    #: asking for the current state, not only one with a marker ("now", "these days").
-    present_is_current: bool = False
-    #: How the bm25 strength becomes a 0..1 text score: "max" (relative to the query's best
-    #: text match), "idf" (share of the query's summed idf) or "saturate" (:func:`bm25_to_unit`).
-    text_norm: str = "max"
-    #: With ``text_norm="max"`` and vectors: the best text match scores 1 only when it covers at
-    #: least this share of the query's summed idf, so a lone common word matched scores less and
-    #: cannot carry an unrelated memory past ``min_score`` (0: off; BM25-only search skips it).
-    text_floor: float = 0.3
-    #: "weighted" (vector_weight·vector + text_weight·text) or "rrf" (reciprocal rank fusion).
-    fusion: str = "weighted"
-    #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:
-    #: a log is a narrative, and the answer often sits beside the line that matched.
-    neighbour_weight: float = 0.9
-    #: How many entries away from a relevant one the support reaches (each step further lends
-    #: ``NEIGHBOUR_FALLOFF`` less).
-    neighbour_reach: int = 2
-    mmr: bool = False
-    mmr_lambda: float = 0.7
-    #: Threshold mode: every result whose relevance reaches this, with no fixed cap.
-    threshold: float | None = None
 
 
 @dataclass(frozen=True)
