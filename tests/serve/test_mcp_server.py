@@ -7,16 +7,11 @@ import json
 import os
 import stat
 import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.types import Implementation
-from support.chat_support import ROOT, memdeck_env, run_memdeck
+from support.chat_support import memdeck_env, run_memdeck
+from support.mcp_support import connected, server_parameters
 
 from tui.chat.activity import ActivityLog
 from tui.chat.tool_specs import TOOL_SPECS
@@ -37,38 +32,6 @@ def workspace(tmp_path: Path) -> Path:
     (ws / "MEMORY.md").write_text(MEMORY)
     (ws / "memory" / "2026-11-20.md").write_text(LOG)
     return ws
-
-
-def server_parameters(workspace: Path, tmp_path: Path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-c",
-            "import sys; from tui.main import main; sys.exit(main())",
-            "--workspace",
-            str(workspace),
-            "mcp",
-        ],
-        env=memdeck_env(None, tmp_path, PYTHONPATH=str(ROOT)),
-        cwd=str(ROOT),
-    )
-
-
-@asynccontextmanager
-async def connected(workspace: Path, tmp_path: Path) -> AsyncIterator[ClientSession]:
-    """A client session with a ``memdeck mcp`` process, initialised."""
-    errlog = (tmp_path / "server-stderr.txt").open("w")
-    try:
-        async with (
-            stdio_client(server_parameters(workspace, tmp_path), errlog=errlog) as (read, write),
-            ClientSession(
-                read, write, client_info=Implementation(name="test-agent", version="9.1")
-            ) as session,
-        ):
-            await session.initialize()
-            yield session
-    finally:
-        errlog.close()
 
 
 async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace, tmp_path):

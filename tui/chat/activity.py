@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.fileio import PRIVATE_FILE_MODE, append_text, lock_for
+from ..engine.store import RetiredRecord
 from ..engine.workspace import STATE_DIR
 
 ACTIVITY_FILE = "activity.jsonl"
@@ -176,12 +177,36 @@ def now_iso() -> str:
     return datetime.now(UTC).astimezone().isoformat(timespec="seconds")
 
 
+def retired_by(record: ActivityRecord, retired: list[RetiredRecord]) -> list[RetiredRecord]:
+    """The audit-trail records (``retired``, oldest first, not restored since) of what the
+    forget ``record`` retired: for each forgotten entry, the newest one of its file whose
+    text it shows (the log keeps the text cut to a few hundred characters)."""
+    found: list[RetiredRecord] = []
+    for gone in record.forgotten:
+        shown = gone["text"].removesuffix("…").strip()
+        match = next(
+            (
+                r
+                for r in reversed(retired)
+                if r.event == "forgotten"
+                and r.path == gone["path"]
+                and r.text.strip().startswith(shown)
+                and r not in found
+            ),
+            None,
+        )
+        if match is not None:
+            found.append(match)
+    return found
+
+
 __all__ = [
     "ACTIVITY_FILE",
     "ActivityLog",
     "ActivityRecord",
     "activity_path",
     "now_iso",
+    "retired_by",
     "short_arguments",
     "trimmed_result",
 ]

@@ -93,6 +93,8 @@ class MemoryEngine:
         self._model_lock = threading.Lock()
         self._listeners: list[ChangeListener] = []
         self._listeners_lock = threading.Lock()
+        #: Each memory file's ``(size, mtime_ns)`` as this engine last wrote or synced it.
+        self._known_versions: dict[str, tuple[int, int] | None | tuple[()]] = {}
 
     # -- the memory-change stream --
 
@@ -249,21 +251,43 @@ class MemoryEngine:
         if not unique:
             return MemoryChange(origin=origin)
         change = MemoryChange(unique, self.sync_paths(unique), origin)
+        self._remember_versions(unique)
         self._publish(change)
         return change
+
+    def _file_version(self, rel_path: str) -> tuple[int, int] | None:
+        """``(size, mtime_ns)`` of a memory file; None when it is missing."""
+        try:
+            st = (self.workspace.root / rel_path).stat()
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    def _remember_versions(self, rel_paths: Iterable[str]) -> None:
+        with self._listeners_lock:
+            for rel in rel_paths:
+                self._known_versions[rel] = self._file_version(rel)
 
     def sync_changed(
         self, rel_paths: Sequence[str] | None, *, origin: str, embed: bool | None = None
     ) -> SyncReport:
         """:meth:`sync_paths` (``None``: :meth:`sync`, every file), publishing a
-        :class:`MemoryChange` only if the index was behind the files. A write of this engine
-        re-indexed its file already, so when a watcher sees it, nothing is published twice,
-        nor taken for an outside edit."""
+        :class:`MemoryChange` only if a file is not the version this engine last wrote or saw.
+        A write of this engine re-indexed its file already, so when a watcher sees it, nothing
+        is published twice, nor taken for an outside edit; a write of another process (``memdeck
+        mcp``, the command line) may have re-indexed the shared index too, and is published."""
         if rel_paths is None:
             report = self.sync(embed=embed)
+            moved = bool(report.files_changed or report.files_removed)
         else:
             report = self.sync_paths(rel_paths, embed=embed)
-        if report.files_changed or report.files_removed:
+            with self._listeners_lock:
+                versions = {rel: self._known_versions.get(rel, ()) for rel in rel_paths}
+            moved = bool(report.files_changed or report.files_removed) or any(
+                self._file_version(rel) != known for rel, known in versions.items()
+            )
+            self._remember_versions(rel_paths)
+        if moved:
             self._publish(MemoryChange(tuple(rel_paths or ()), report, origin))
         return report
 

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
 from tui.app.messages import MemoryChanged, OpenEntry
+from tui.app.panels.activity_panel import ActivityPanel
 from tui.app.panels.base import EnginePanel
 from tui.app.panels.daily_tree import DailyTree
 from tui.app.panels.injection_panel import InjectionPanel
@@ -32,6 +33,7 @@ TABS = {
     "daily": "Daily",
     "memory": "MEMORY.md",
     "stats": "Stats",
+    "activity": "Activity",
 }
 
 #: What takes focus when a tab is opened by its key: the widget the user works in there
@@ -41,6 +43,7 @@ TAB_FOCUS = {
     "daily": "#daily-tree",
     "memory": "#memory-text",
     "stats": "#stats-log",
+    "activity": "#activity-calls",
 }
 
 
@@ -59,7 +62,7 @@ def describe_sync(report: SyncReport | None) -> str:
 
 
 class MemoryPanels(Widget):
-    """The five memory panels in a TabbedContent, refreshed together when memory changes.
+    """The six memory panels in a TabbedContent, refreshed together when memory changes.
 
     Every change of memory arrives as one :class:`~tui.app.messages.MemoryChanged`: this widget
     subscribes to the engine's change stream and posts one for each change it publishes (the
@@ -85,9 +88,10 @@ class MemoryPanels(Widget):
 - **Search**: query memory and see why each result surfaced.
 - **Daily**: daily logs by month and date.
 - **MEMORY.md**: edit long-term memory (ctrl+s saves).
-- **Stats**: index, model, flushes and activity.
+- **Stats**: index, model, flushes and events.
+- **Activity**: what other agents did with this memory over `memdeck mcp`.
 
-**F2**–**F6** open Inject, Search, Daily, MEMORY.md and Stats; **Escape** goes back to the
+**F2**–**F7** open Inject, Search, Daily, MEMORY.md, Stats and Activity; **Escape** goes back to the
 message box. While you type a message the Inject tab comes forward, unless you chose another
 tab in this session.
 """
@@ -147,6 +151,8 @@ tab in this session.
                 yield MemoryEditor(self.engine)
             with TabPane(TABS["stats"], id="stats"):
                 yield StatsPanel(self.engine, clock=self._clock)
+            with TabPane(TABS["activity"], id="activity"):
+                yield ActivityPanel(self.engine)
 
     def on_mount(self) -> None:
         for panel in self.query(EnginePanel):

@@ -23,6 +23,7 @@ TAB_KEYS = (
     ("daily", "f4", "daily"),
     ("memory", "f5", "MEMORY"),
     ("stats", "f6", "stats"),
+    ("activity", "f7", "activity"),
 )
 
 #: The screen's help (F1).

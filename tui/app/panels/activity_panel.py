@@ -1,0 +1,272 @@
+"""Activity panel: what other agents did with this memory over ``memdeck mcp``, live.
+
+Each call of the activity log (:mod:`tui.chat.activity`), newest first: when, which agent,
+what it called with which arguments, and what came of it. A selected search (or recall) shows
+its results with the same breakdown the Search tab shows, and Enter opens one; a selected
+forget can be undone (``u``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from tui.app.messages import OpenEntry, while_attached
+from tui.app.panels.base import EnginePanel, describe_breakdown
+from tui.app.panels.search_panel import COLUMNS, breakdown_cells
+from tui.chat.activity import ActivityLog, ActivityRecord, retired_by
+from tui.engine.engine import MemoryEngine
+from tui.engine.search import SearchResult
+
+#: How often the log is looked at (a stat; it is read only when it changed).
+POLL_S = 0.5
+#: Calls shown, newest first.
+MAX_SHOWN = 200
+CALL_COLUMNS = ("time", "agent", "call", "arguments", "outcome")
+
+
+def is_undoable(record: ActivityRecord) -> bool:
+    """A forget that retired something."""
+    return record.name == "forget_memory" and record.ok and bool(record.forgotten)
+
+
+class ActivityPanel(EnginePanel):
+    """The activity of other agents (MCP clients) on this workspace's memory."""
+
+    @dataclass
+    class Loaded(Message, bubble=False):
+        """The log's records, oldest first."""
+
+        records: list[ActivityRecord]
+
+    HELP = """\
+## Activity
+
+What other agents did with this memory through `memdeck mcp` (see the README for a client's
+configuration), newest first: the time, the agent (as it named itself), the call and its
+arguments, and what came of it.
+
+Select a search or a recall to see its results with the same score breakdown as the Search
+tab (**Enter** on a result opens its entry). Select a forget and press **u** to undo it.
+"""
+
+    BINDINGS = [
+        Binding(
+            "u",
+            "undo_forget",
+            "undo forget",
+            id="activity_panel.undo_forget",
+            tooltip="Bring back what the selected forget retired",
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    ActivityPanel {
+        layout: vertical;
+        height: 1fr;
+    }
+    ActivityPanel #activity-summary {
+        height: 1;
+        padding: 0 1;
+    }
+    ActivityPanel #activity-calls {
+        height: auto;
+        max-height: 40%;
+        scrollbar-size-horizontal: 0;
+    }
+    ActivityPanel #activity-detail-title {
+        height: auto;
+        padding: 0 1;
+        background: $boost;
+    }
+    ActivityPanel #activity-results {
+        height: auto;
+        max-height: 30%;
+        scrollbar-size-horizontal: 0;
+    }
+    ActivityPanel #activity-detail-scroll {
+        height: 1fr;
+    }
+    ActivityPanel #activity-detail {
+        padding: 0 1;
+    }
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(engine, name=name, id=id, classes=classes)
+        self.help_text = self.HELP
+        self.activity_log = ActivityLog(engine.workspace.root)
+        #: Newest first, as the table shows them.
+        self.records: list[ActivityRecord] = []
+        self._stamp: tuple[int, int] | None = None
+        #: The selected call's results (a search or a recall).
+        self._results: list[SearchResult] = []
+        self._reading = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("no agent has used this memory yet", id="activity-summary")
+        calls: DataTable[str] = DataTable(id="activity-calls", cursor_type="row")
+        calls.add_columns(*CALL_COLUMNS)
+        yield calls
+        yield Static("", id="activity-detail-title")
+        results: DataTable[str] = DataTable(
+            id="activity-results", cursor_type="row", zebra_stripes=True
+        )
+        results.add_columns(*COLUMNS)
+        results.display = False
+        yield results
+        with VerticalScroll(id="activity-detail-scroll"):
+            yield Static("", id="activity-detail")
+
+    def on_mount(self) -> None:
+        self._poll()
+        self.set_interval(POLL_S, self._poll)
+
+    def _poll(self) -> None:
+        stamp = self.activity_log.stamp()
+        if stamp != self._stamp and not self._reading:
+            self._stamp = stamp
+            self._reading = True
+            self._read()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _read(self) -> None:
+        self.post_message(self.Loaded(self.activity_log.read(limit=MAX_SHOWN)))
+
+    @on(Loaded)
+    @while_attached
+    def _show_records(self, message: Loaded) -> None:
+        self._reading = False
+        calls = self.query_one("#activity-calls", DataTable)
+        selected = calls.cursor_row if calls.row_count else 0
+        known = len(self.records)
+        self.records = list(reversed(message.records))
+        calls.clear()
+        for index, record in enumerate(self.records):
+            time = record.time
+            calls.add_row(
+                time.strftime("%H:%M:%S") if time else "?",
+                Text(record.client or "?"),
+                Text(record.name if record.kind == "tool" else f"{record.name} (prompt)"),
+                Text(record.arguments),
+                Text(record.summary, style="" if record.ok else "red"),
+                key=str(index),
+            )
+        agents = sorted({r.client for r in self.records if r.client})
+        self.query_one("#activity-summary", Static).update(
+            f"{len(self.records)} calls by {', '.join(agents)}"
+            if self.records
+            else "no agent has used this memory yet"
+        )
+        if self.records:
+            # On the newest call, follow the newest; on an older one, keep it selected.
+            row = selected + len(self.records) - known if selected else 0
+            calls.move_cursor(row=max(0, min(row, len(self.records) - 1)))
+            self._show_detail(self.records[calls.cursor_row])
+
+    @on(DataTable.RowHighlighted, "#activity-calls")
+    def _call_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        record = self._record(event.row_key.value)
+        if record is not None:
+            self._show_detail(record)
+
+    def _record(self, key: str | None) -> ActivityRecord | None:
+        if key is None or not key.isdigit() or int(key) >= len(self.records):
+            return None
+        return self.records[int(key)]
+
+    def _show_detail(self, record: ActivityRecord) -> None:
+        title = Text(f"{record.client} · {record.name} ", style="bold")
+        title.append(record.query or record.arguments, style="")
+        self.query_one("#activity-detail-title", Static).update(title)
+        results = self.query_one("#activity-results", DataTable)
+        results.clear()
+        results.display = bool(record.results)
+        self._results = [SearchResult.from_json(r) for r in record.results]
+        for index, result in enumerate(self._results):
+            results.add_row(*(Text(cell) for cell in breakdown_cells(result)), key=str(index))
+        detail = self.query_one("#activity-detail", Static)
+        if self._results:
+            results.move_cursor(row=0)
+            detail.update(self._result_detail(self._results[0]))
+            return
+        lines = Text(record.summary, style="" if record.ok else "red")
+        for entry in record.entries:
+            lines.append(f"\n  {entry}")
+        if is_undoable(record):
+            lines.append("\n\npress u to bring it back", style="dim")
+        detail.update(lines)
+
+    @staticmethod
+    def _result_detail(result: SearchResult) -> Text:
+        text = describe_breakdown(result, injected=False)
+        text.append(f"\n\n{result.text}")
+        return text
+
+    @on(DataTable.RowHighlighted, "#activity-results")
+    def _result_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        result = self._result(event.row_key.value)
+        if result is not None:
+            self.query_one("#activity-detail", Static).update(self._result_detail(result))
+
+    @on(DataTable.RowSelected, "#activity-results")
+    def _result_selected(self, event: DataTable.RowSelected) -> None:
+        result = self._result(event.row_key.value)
+        if result is not None:
+            self.post_message(OpenEntry(result.path, result.start_line))
+
+    def _result(self, key: str | None) -> SearchResult | None:
+        if key is None or not key.isdigit() or int(key) >= len(self._results):
+            return None
+        return self._results[int(key)]
+
+    def selected(self) -> ActivityRecord | None:
+        """The call selected in the table."""
+        calls = self.query_one("#activity-calls", DataTable)
+        return self.records[calls.cursor_row] if self.records and calls.row_count else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Undo is offered on a forget that retired something."""
+        if action == "undo_forget":
+            record = self.selected()
+            return record is not None and is_undoable(record)
+        return True
+
+    def action_undo_forget(self) -> None:
+        record = self.selected()
+        if record is not None and is_undoable(record):
+            self._undo(record)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="undo")
+    def _undo(self, record: ActivityRecord) -> None:
+        engine = self.engine
+        restored = 0
+        for retired in retired_by(record, engine.store.retired_records()):
+            if engine.restore(retired) is not None:
+                restored += 1
+        wanted = len(record.forgotten)
+        if restored == wanted:
+            message = f"brought back {restored} memor{'y' if restored == 1 else 'ies'}"
+        elif restored:
+            message = f"brought back {restored} of {wanted} (the rest is back already)"
+        else:
+            message = "nothing to bring back: it is back already, or edited by hand since"
+        self.app.call_from_thread(self.notify, message, title="undo forget")
+
+    def index_changed(self, paths: list[str]) -> None:
+        """Memory changed: the log may have too (a write by an agent)."""
+        self._poll()
