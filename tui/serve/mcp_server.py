@@ -311,7 +311,8 @@ def build_server(service: MemoryService) -> Server[Any, Any]:
             name,
             arguments,
             ok=True,
-            summary=f"{len(results)} memories, {report.tokens_used} of {report.budget} tokens",
+            summary=f"{len(results)} memor{'y' if len(results) == 1 else 'ies'}, "
+            f"{report.tokens_used} of {report.budget} tokens",
             entries=[r.location for r in injection.results],
             results=results,
             query=query,

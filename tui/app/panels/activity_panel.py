@@ -29,7 +29,7 @@ from tui.engine.search import SearchResult
 POLL_S = 0.5
 #: Calls shown, newest first.
 MAX_SHOWN = 200
-CALL_COLUMNS = ("time", "agent", "call", "arguments", "outcome")
+CALL_COLUMNS = ("time", "agent", "call", "outcome", "arguments")
 
 
 def is_undoable(record: ActivityRecord) -> bool:
@@ -162,8 +162,8 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
                 time.strftime("%H:%M:%S") if time else "?",
                 Text(record.client or "?"),
                 Text(record.name if record.kind == "tool" else f"{record.name} (prompt)"),
-                Text(record.arguments),
                 Text(record.summary, style="" if record.ok else "red"),
+                Text(record.arguments),
                 key=str(index),
             )
         agents = sorted({r.client for r in self.records if r.client})
