@@ -37,6 +37,11 @@ Categories and what counts as a pass:
   other dates. Pass: the entry from that window in the top 3.
 * ``control``: the answer is old and nothing newer conflicts with it; recency handling must not
   bury it. Pass: top 3.
+* ``memory-vs-log``: ``MEMORY.md`` holds the fact ("Drinks two espressos every morning",
+  hand-written or saved with a date), a daily log tells of the change later ("Gave up espresso
+  … green tea every morning now"); the question asks for the present state. Pass: the log entry
+  is the top-1 result. In real use this is the common case: facts live in MEMORY.md, changes
+  are told in conversation and land in the daily log.
 
 The table reports, per category, n, top-1, top-3 (and how many targets were returned at all).
 The exit status is 0 whatever the scores. The data is checked before anything runs (markers
@@ -74,11 +79,12 @@ CURRENT = "current-state"
 HISTORY = "history"
 TIME = "time-anchored"
 CONTROL = "control"
-CATEGORIES = (CURRENT, HISTORY, TIME, CONTROL)
+MEMORY_VS_LOG = "memory-vs-log"
+CATEGORIES = (CURRENT, HISTORY, TIME, CONTROL, MEMORY_VS_LOG)
 #: Minimum number of cases per category (the brief's floor).
-MINIMUMS = {CURRENT: 16, HISTORY: 12, TIME: 12, CONTROL: 0}
+MINIMUMS = {CURRENT: 16, HISTORY: 12, TIME: 12, CONTROL: 0, MEMORY_VS_LOG: 8}
 #: The rank a case must reach to pass.
-PASS_RANK = {CURRENT: 1, HISTORY: 3, TIME: 3, CONTROL: 3}
+PASS_RANK = {CURRENT: 1, HISTORY: 3, TIME: 3, CONTROL: 3, MEMORY_VS_LOG: 1}
 
 FILLER_KINDS = (
     "project",
@@ -451,15 +457,19 @@ ANA_STORIES = """
 2026-02-25  Harbor bug: the websocket pool leaked connections on reconnect; fixed with a finally
             block
 2026-03-14  Birthday dinner at Nobelhart & Schmutzig with Tom; the tasting menu was wild
+2026-05-12  Knee injury from the half marathon: no running for a few months, swimming twice a
+            week instead
 2026-04-28  Moved into the new apartment in Alfama, Lisbon; boxes everywhere but the view of the
             river is worth it
 2026-06-01  First day at Stripe on the billing infrastructure team; work laptop setup took all
             morning
+2026-06-03  Now reporting to Priya Raman, who runs billing infrastructure at Stripe
 2026-07-08  Lena's birthday drinks on a rooftop bar in Bairro Alto
 2026-07-19  Finished migrating Harbor's database off Postgres onto SQLite with Litestream backups;
             one less server to babysit
 2026-08-14  The MacBook Air M4 arrived; migrating dotfiles off the ThinkPad this weekend
 2026-09-07  Standup moved to 10:30 so the folks in Toronto can join
+2026-09-03  Gave up espresso on the doctor's advice; green tea every morning now
 2026-09-29  Fixed the Harbor CSV export quoting bug that broke Excel imports
 2026-10-02  Mum's birthday: long video call and sent her flowers
 2026-10-12  Switched from Vim to Zed last week; the built-in multiplayer editing won me over
@@ -485,9 +495,33 @@ ANA = Persona(
 - Side project with Jakub: Harbor, a self-hosted webhook relay
 - Allergic to cats <!-- mem id=a1f003 conf=high src=user at=2025-06-03 -->
 - Wants reminders about visa paperwork well ahead of deadlines
+- Drinks two espressos every morning before standup
+- Runs 25 km a week along the canal <!-- mem id=a1f004 conf=high src=assistant at=2025-07-01 -->
+- Manager is Sofia Lang, head of the checkout team
 """,
     stories=parse_stories(ANA_STORIES),
     cases=(
+        Case(
+            "ana-coffee-memory",
+            MEMORY_VS_LOG,
+            "what do I drink in the mornings?",
+            ("Gave up espresso on the doctor's advice",),
+            ("Drinks two espressos every morning",),
+        ),
+        Case(
+            "ana-exercise-memory",
+            MEMORY_VS_LOG,
+            "what do I do for exercise these days?",
+            ("Knee injury from the half marathon",),
+            ("Runs 25 km a week along the canal",),
+        ),
+        Case(
+            "ana-manager-memory",
+            MEMORY_VS_LOG,
+            "who is my manager?",
+            ("Now reporting to Priya Raman",),
+            ("Manager is Sofia Lang",),
+        ),
         Case(
             "ana-editor-now",
             CURRENT,
@@ -638,10 +672,14 @@ BEN_STORIES = """
 2026-01-19  Reorg announced: I now report to Priya; Tomasz moves to the platform group
 2026-02-16  Launch date for the Android app set: April 30
 2026-02-27  Sold the Golf; getting to work by e-bike now, 25 minutes each way
+2026-01-28  Stopped football after the ankle sprain; bouldering on Thursdays now
+2026-03-02  Dropped Spanish and switched to Japanese lessons with a tutor on Tuesdays
 2026-03-22  Adopted a rescue dog from the shelter, a beagle mix; named her Miso
 2026-04-09  Been writing Gleam on weekends and honestly I like it more than anything else I've used
 2026-04-14  Sprint planning: decided to move crash reporting to Sentry
 2026-04-20  The Android launch slipped to June 25 because of the payments SDK review
+2026-04-25  Moved to Hamburg for Lea's new job at the UKE; the flat in Ottensen is tiny but
+            bright
 2026-05-02  Hiked up the Brocken with Miso, she slept the whole way home
 2026-05-20  At Droidcon Berlin, gave my talk on offline sync to a full room
 2026-05-26  Sprint planning: decided to freeze the public API until the launch
@@ -664,9 +702,33 @@ BEN = Persona(
 - Allergic to penicillin <!-- mem id=b2f002 conf=high src=user at=2025-05-02 -->
 - Likes answers in bullet points
 - Birthday: 2 September
+- Learning Spanish on Duolingo, 15 minutes a day
+- Lives in a flat in Prenzlauer Berg, Berlin
+- Plays five-a-side football on Thursdays <!-- mem id=b2f004 conf=high src=assistant at=2025-06-10 -->
 """,
     stories=parse_stories(BEN_STORIES),
     cases=(
+        Case(
+            "ben-language-memory",
+            MEMORY_VS_LOG,
+            "which language am I learning?",
+            ("Dropped Spanish and switched to Japanese",),
+            ("Learning Spanish on Duolingo",),
+        ),
+        Case(
+            "ben-home-memory",
+            MEMORY_VS_LOG,
+            "where do I live?",
+            ("Moved to Hamburg for Lea's new job",),
+            ("Lives in a flat in Prenzlauer Berg",),
+        ),
+        Case(
+            "ben-thursday-memory",
+            MEMORY_VS_LOG,
+            "what sport do I do on Thursdays?",
+            ("Stopped football after the ankle sprain",),
+            ("Plays five-a-side football on Thursdays",),
+        ),
         Case(
             "ben-dog-now",
             CURRENT,
@@ -830,12 +892,15 @@ CHLOE_STORIES = """
 2026-05-11  Transferred to the search relevance team today; new desk, new on-call rota
 2026-06-03  Paged for Kafka consumer lag on the clickstream topic; scaled the consumers
 2026-06-21  Heroku bill went up again so tidepool now runs on a Hetzner box
+2026-07-15  Replaced VS Code with Helix for everything; modal editing without the plugins
 2026-08-01  A month fully vegetarian now and I don't miss meat at all
 2026-08-12  Halfway through 'The Ministry for the Future'; the heatwave chapter is brutal
 2026-08-20  On-call incident: schema drift broke the search index build
 2026-09-02  Gave fish a try after Marco's demo and I'm not going back; autosuggestions are great
+2026-09-20  Bought a folding bike; cycling to the office now, 20 minutes along the river
 2026-10-07  Moved the pipeline repo's CI to GitHub Actions; nightly now runs in 12 minutes
 2026-10-22  Back in Tokyo for the data summit; okonomiyaki in Shibuya with the speakers
+2026-10-30  Quit CrossFit after the shoulder thing; doing yoga three evenings a week instead
 2026-11-16  Built a split keyboard (Corne) over the weekend; typing is slow but my wrists feel
             better
 2026-12-25  Christmas dinner at home: we made a mushroom Wellington and Marco's panettone pudding
@@ -858,9 +923,33 @@ CHLOE = Persona(
 - Prefers metric units and 24-hour times
 - Side project: tidepool, a tide-table API <!-- mem id=c3f002 conf=medium src=auto at=2025-11-20 -->
 - Likes examples in Python and SQL
+- Editor: VS Code with the Vim keybindings
+- Commutes to the office by metro, line 11
+- CrossFit three times a week <!-- mem id=c3f003 conf=high src=assistant at=2025-11-05 -->
 """,
     stories=parse_stories(CHLOE_STORIES),
     cases=(
+        Case(
+            "chloe-editor-memory",
+            MEMORY_VS_LOG,
+            "which editor do I use?",
+            ("Replaced VS Code with Helix",),
+            ("Editor: VS Code with the Vim keybindings",),
+        ),
+        Case(
+            "chloe-commute-memory",
+            MEMORY_VS_LOG,
+            "how do I get to the office?",
+            ("Bought a folding bike",),
+            ("Commutes to the office by metro",),
+        ),
+        Case(
+            "chloe-workout-memory",
+            MEMORY_VS_LOG,
+            "what workouts do I do these days?",
+            ("Quit CrossFit after the shoulder thing",),
+            ("CrossFit three times a week",),
+        ),
         Case(
             "chloe-shell-now",
             CURRENT,
@@ -1100,6 +1189,11 @@ def validate(personas: Sequence[Persona] = PERSONAS) -> list[str]:
                     problems.append(f"{where}: current-state entries must be in dated logs")
                 elif min(target_days) <= max(rival_days):  # type: ignore[type-var]
                     problems.append(f"{where}: the target is not newer than every rival")
+            if case.category == MEMORY_VS_LOG:
+                if any(t is None for t in target_days):
+                    problems.append(f"{where}: memory-vs-log targets must be in dated logs")
+                if any(located[m].path != "MEMORY.md" for m in case.rivals):
+                    problems.append(f"{where}: memory-vs-log rivals must be in MEMORY.md")
             if case.category == HISTORY:
                 if any(t is None for t in target_days) or any(r is None for r in rival_days):
                     problems.append(f"{where}: history entries must be in dated logs")

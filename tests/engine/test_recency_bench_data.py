@@ -109,14 +109,18 @@ def test_keyword_overlap_is_mixed(files: dict[str, dict[str, str]]) -> None:
 
 def test_validate_catches_bad_data() -> None:
     persona = recency.PERSONAS[0]
-    case = persona.cases[0]
+    case = next(c for c in persona.cases if c.category == recency.CURRENT)
+    memory = next(c for c in persona.cases if c.category == recency.MEMORY_VS_LOG)
     broken = dataclasses.replace(
         persona,
         cases=(
             dataclasses.replace(case, targets=("no such marker anywhere",)),
             dataclasses.replace(case, id="swapped", targets=case.rivals, rivals=case.targets),
+            dataclasses.replace(memory, id="mswap", targets=memory.rivals, rivals=memory.targets),
         ),
     )
     problems = recency.validate([broken])
     assert any("found 0 times" in p for p in problems)
     assert any("swapped" in p and "not newer" in p for p in problems)
+    assert any("mswap" in p and "must be in dated logs" in p for p in problems)
+    assert any("mswap" in p and "must be in MEMORY.md" in p for p in problems)

@@ -19,6 +19,9 @@ from .markdown import is_fence, match_bullet, parse_heading
 from .metadata import CONFIDENCE_LEVELS, EntryMeta, split_meta
 from .workspace import date_for_path
 
+#: ``date`` under another name, for a field beside one called ``date``.
+Day = date
+
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
 
@@ -55,6 +58,9 @@ class Chunk:
     entry_ids: tuple[str, ...] = ()
     #: Text that is embedded and indexed with the unit but is not part of it (neighbours).
     context: str = ""
+    #: When its entry was written or last changed, as its metadata says (``at=``): what dates
+    #: a MEMORY.md entry, which ``date`` leaves evergreen.
+    written: Day | None = None
 
     @property
     def embed_text(self) -> str:
@@ -85,10 +91,16 @@ class _Block:
     #: A heading's level (1-6); 0 for other blocks.
     level: int = 0
     tokens: int = 0
+    #: The newest ``at=`` of the entries' metadata.
+    written: date | None = None
 
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
+
+
+def _newest(a: date | None, b: date | None) -> date | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _max_confidence(a: str | None, b: str | None) -> str | None:
@@ -192,6 +204,8 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
                 current.confidence = own if first_line else _max_confidence(current.confidence, own)
             if meta.id:
                 current.entry_ids.append(meta.id)
+            if meta.at is not None:
+                current.written = _newest(current.written, meta.at)
     close()
     for block in blocks:
         if block.confidence is None:
@@ -219,6 +233,7 @@ def _split_oversized(block: _Block, count: TokenCounter, target: int) -> list[_B
                         block.heading,
                         block.confidence,
                         list(block.entry_ids),
+                        written=block.written,
                     )
                 )
             continue
@@ -227,7 +242,13 @@ def _split_oversized(block: _Block, count: TokenCounter, target: int) -> list[_B
             current = None
         if current is None:
             current = _Block(
-                number, number, [], block.heading, block.confidence, list(block.entry_ids)
+                number,
+                number,
+                [],
+                block.heading,
+                block.confidence,
+                list(block.entry_ids),
+                written=block.written,
             )
         current.lines.append(line)
         current.end = number
@@ -298,10 +319,12 @@ def chunk_markdown(
         if not group or not new_since_emit:
             return
         confidence = None
+        written: date | None = None
         ids: list[str] = []
         content = [b for b in group if not b.is_heading] or group
         for block in content:
             confidence = _max_confidence(confidence, block.confidence)
+            written = _newest(written, block.written)
             ids.extend(i for i in block.entry_ids if i not in ids)
         chunks.append(
             Chunk(
@@ -313,6 +336,7 @@ def chunk_markdown(
                 date=day,
                 confidence=confidence or default_confidence,
                 entry_ids=tuple(ids),
+                written=written,
             )
         )
 
@@ -390,6 +414,7 @@ def _units(
                 confidence=block.confidence or default_confidence,
                 entry_ids=tuple(dict.fromkeys(block.entry_ids)),
                 context=context,
+                written=block.written,
             )
         )
     return chunks

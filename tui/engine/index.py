@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import sqlean as sqlite3
 
@@ -45,7 +46,9 @@ from .workspace import Workspace
 
 __all__ = ["CACHE_MAX_ENTRIES", "ChunkRow", "MemoryIndex", "Progress", "SyncReport"]
 
-SCHEMA_VERSION = 2
+#: ``date`` under another name, for a field beside one called ``date``.
+Day = date
+SCHEMA_VERSION = 3
 #: Default bound of the embedding cache (entries). Entries a current chunk uses are always kept;
 #: beyond them, the least recently used go first (OpenClaw's default, 10,000).
 CACHE_MAX_ENTRIES = 10_000
@@ -63,6 +66,26 @@ class ChunkRow:
     text: str
     date: date | None
     confidence: str
+    #: When the entry was written or last changed, as its metadata says (``at=``).
+    written: Day | None = None
+
+
+_ROW_COLUMNS = "id, path, start_line, end_line, heading, text, date, confidence, written"
+
+
+def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+    """A :class:`ChunkRow` from a row of :data:`_ROW_COLUMNS`."""
+    return ChunkRow(
+        r[0],
+        r[1],
+        r[2],
+        r[3],
+        r[4],
+        r[5],
+        date.fromisoformat(r[6]) if r[6] else None,
+        r[7],
+        date.fromisoformat(r[8]) if r[8] else None,
+    )
 
 
 class MemoryIndex(FullTextReads, VectorWrites):
@@ -438,8 +461,8 @@ class MemoryIndex(FullTextReads, VectorWrites):
         ids = []
         for chunk in chunks:
             cursor = conn.execute(
-                """INSERT INTO chunks(path, start_line, end_line, heading, text, hash, date, confidence, entry_ids, context)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                """INSERT INTO chunks(path, start_line, end_line, heading, text, hash, date, confidence, entry_ids, context, written)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     chunk.path,
                     chunk.start_line,
@@ -451,6 +474,7 @@ class MemoryIndex(FullTextReads, VectorWrites):
                     chunk.confidence,
                     " ".join(chunk.entry_ids),
                     chunk.context,
+                    chunk.written.isoformat() if chunk.written else None,
                 ),
             )
             chunk_id = cursor.lastrowid
@@ -532,16 +556,11 @@ class MemoryIndex(FullTextReads, VectorWrites):
         if not ids:
             return {}
         rows = self._reader().execute(
-            f"""SELECT id, path, start_line, end_line, heading, text, date, confidence FROM chunks
+            f"""SELECT {_ROW_COLUMNS} FROM chunks
                 WHERE state = 'active' AND id IN ({",".join("?" * len(ids))})""",
             list(ids),
         )
-        return {
-            r[0]: ChunkRow(
-                r[0], r[1], r[2], r[3], r[4], r[5], date.fromisoformat(r[6]) if r[6] else None, r[7]
-            )
-            for r in rows
-        }
+        return {r[0]: _chunk_row(r) for r in rows}
 
     def chunk_ids_between(self, start: date, end: date, *, limit: int) -> list[int]:
         """Active chunks of daily logs dated ``start``..``end`` (inclusive), newest first."""
@@ -554,15 +573,13 @@ class MemoryIndex(FullTextReads, VectorWrites):
 
     def iter_chunks(self, path: str | None = None) -> Iterator[ChunkRow]:
         """Every active chunk, or those of one file, in file order."""
-        sql = "SELECT id, path, start_line, end_line, heading, text, date, confidence FROM chunks WHERE state = 'active'"
+        sql = f"SELECT {_ROW_COLUMNS} FROM chunks WHERE state = 'active'"
         args: tuple[str, ...] = ()
         if path is not None:
             sql += " AND path = ?"
             args = (path,)
         for r in self._reader().execute(sql + " ORDER BY path, start_line", args):
-            yield ChunkRow(
-                r[0], r[1], r[2], r[3], r[4], r[5], date.fromisoformat(r[6]) if r[6] else None, r[7]
-            )
+            yield _chunk_row(r)
 
     @follows_rebuilds
     def stats(self) -> dict[str, object]:

@@ -188,7 +188,7 @@ def _schema(dims: int) -> list[str]:
             end_line INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL,
             date TEXT, confidence TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'active',
             entry_ids TEXT NOT NULL DEFAULT '', embedded INTEGER NOT NULL DEFAULT 0,
-            context TEXT NOT NULL DEFAULT '')""",
+            context TEXT NOT NULL DEFAULT '', written TEXT)""",
         "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
         "CREATE INDEX IF NOT EXISTS chunks_date ON chunks(date) WHERE date IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(embedded) WHERE embedded = 0",

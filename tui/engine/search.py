@@ -14,7 +14,7 @@ naming a time ("last week", "in May 2023") favours the daily logs of that window
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 
 import numpy as np
@@ -301,7 +301,8 @@ class _Pool:
     hybrids: dict[int, float] = field(default_factory=dict)
     support: dict[int, float] = field(default_factory=dict)
     linked: dict[int, float] = field(default_factory=dict)
-    superseded: set[int] = field(default_factory=set)
+    #: Entries a newer linked entry changed, each with the entries that changed it.
+    superseded: dict[int, set[int]] = field(default_factory=dict)
 
 
 def _candidates(
@@ -447,8 +448,32 @@ def _score_all(
             or (b.time_window == 1.0 and intent.window is not None)
         ):
             scored.append(result)
+    if pool.superseded:
+        scored = _below_their_updates(scored, pool.superseded)
     scored.sort(key=lambda r: (-r.score, r.path, r.start_line))
     return scored
+
+
+def _below_their_updates(
+    scored: list[SearchResult], superseded: dict[int, set[int]]
+) -> list[SearchResult]:
+    """Each entry a newer one changed scores at most ``SUPERSEDED`` × the best of the entries
+    that changed it (its ``superseded`` factor lowered to that): on a question about now, the
+    change outranks the state it ended, however much fresher the old wording matched or
+    however much older the change is ("My editor is Vim" in MEMORY.md, never decayed, against
+    a two-month-old "Switched from Vim to Zed")."""
+    by_id = {r.chunk_id: r for r in scored}
+    capped = []
+    for result in scored:
+        changers = [by_id[i].score for i in superseded.get(result.chunk_id, ()) if i in by_id]
+        cap = SUPERSEDED * max(changers) if changers else None
+        if cap is not None and result.score > cap and result.score > 0:
+            factor = result.breakdown.superseded * cap / result.score
+            result = replace(
+                result, score=cap, breakdown=replace(result.breakdown, superseded=factor)
+            )
+        capped.append(result)
+    return capped
 
 
 def _select(

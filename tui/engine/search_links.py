@@ -10,6 +10,7 @@ from datetime import date
 
 from .index import ChunkRow, MemoryIndex
 from .textsearch import query_terms
+from .workspace import MEMORY_FILE
 
 #: Update links (:func:`update_links`): an entry that changes one of the best matches gets
 #: this share of its relevance; the entry it changed is multiplied by ``SUPERSEDED`` on a
@@ -54,9 +55,18 @@ def rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str]
     return {word for _, word in sorted(rare)[:LINK_TERMS]}
 
 
+#: The date an undated ``MEMORY.md`` entry takes part in update links with: older than any log.
+#: MEMORY.md holds the standing facts and changes are told in the logs ("My editor is Vim",
+#: then "Switched from Vim to Zed" in a daily log): a newer log entry that tells of a change can
+#: supersede it. An entry whose metadata dates it (``at=``) takes part with that date.
+EVERGREEN = date.min
+
+
 def date_by(row: ChunkRow, now: date) -> date | None:
-    """``row``'s date if it has one and it is not after ``now``, else None."""
-    return row.date if row.date is not None and row.date <= now else None
+    """The date ``row`` takes part in update links with (a daily log's date; a MEMORY.md
+    entry's ``at=``, else :data:`EVERGREEN`); None when it has none or it is after ``now``."""
+    day = row.date or row.written or (EVERGREEN if row.path == MEMORY_FILE else None)
+    return day if day is not None and day <= now else None
 
 
 def update_links(
@@ -67,8 +77,9 @@ def update_links(
     query: str,
     direction: str,
     now: date,
-) -> tuple[dict[int, float], set[int]]:
-    """Relevance lent along update links, and the entries a newer one changed. Entries dated
+) -> tuple[dict[int, float], dict[int, set[int]]]:
+    """Relevance lent along update links, and the entries a newer one changed (each with the
+    entries that changed it). Entries dated
     after ``now`` take no part: a log misdated into the future must not retire today's facts.
 
     A fact that changed is written twice, months apart: "Uses Vim for everything", then
@@ -85,7 +96,7 @@ def update_links(
     ]
     query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
     linked: dict[int, float] = {}
-    superseded: set[int] = set()
+    superseded: dict[int, set[int]] = {}
     words_of: dict[int, set[str]] = {}  # an entry's own words, read once for all seeds
     for seed in seeds:
         row = rows[seed]
@@ -124,5 +135,5 @@ def update_links(
                 continue
             linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
             if direction == "newer":
-                superseded.add(seed)
+                superseded.setdefault(seed, set()).add(chunk_id)
     return linked, superseded
