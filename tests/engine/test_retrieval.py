@@ -17,6 +17,7 @@ import sqlean as sqlite3
 from tui.engine.embeddings import Embedder, count_tokens
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import InjectionOptions, build_injection
+from tui.engine.search import describe_change
 
 NOW = date(2026, 11, 22)
 
@@ -126,6 +127,46 @@ def test_a_question_about_an_earlier_state_links_back_to_the_old_fact(workspace)
     top3 = [r.path for r in response.results[:3]]
     assert "memory/2025-09-15.md" in top3
     assert all(r.breakdown.superseded == 1.0 for r in response.results)
+
+
+FACT_IN_MEMORY = {
+    "MEMORY.md": "# Long-term Memory\n\n- My editor is Vim\n- Keeps a paper notebook\n",
+    "memory/2026-11-20.md": "# 2026-11-20\n\n- Switched from Vim to Zed for everything\n",
+    "memory/2026-11-02.md": "# 2026-11-02\n\n- Ran 10 km along the river\n",
+}
+
+
+def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(workspace):
+    engine = workspace(FACT_IN_MEMORY)
+    response = engine.search("which editor do I use now?", now=NOW)
+    top, *rest = response.results
+    assert top.path == "memory/2026-11-20.md" and top.breakdown.linked > 0
+    old = next(r for r in rest if r.path == "MEMORY.md")
+    assert old.score <= 0.7 * top.score + 1e-9
+    assert old.breakdown.superseded < 1.0
+    assert old.breakdown.changed_by == "memory/2026-11-20.md#L3-3"
+    assert describe_change(old.breakdown) == ("changed on 2026-11-20? (memory/2026-11-20.md#L3-3)")
+    # the same in the JSON the CLI and memdeck mcp give
+    assert old.to_json()["breakdown"]["changed_by"] == "memory/2026-11-20.md#L3-3"
+
+
+def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace):
+    files = dict(FACT_IN_MEMORY)
+    files["MEMORY.md"] = (
+        "# Long-term Memory\n\n"
+        "- My editor is Zed <!-- mem id=e1 conf=high src=assistant at=2026-11-21 -->\n"
+    )
+    engine = workspace(files)
+    response = engine.search("which editor do I use now?", now=NOW)
+    memory = next(r for r in response.results if r.path == "MEMORY.md")
+    assert memory.breakdown.superseded == 1.0 and memory.breakdown.changed_by == ""
+
+
+def test_an_undated_memory_md_fact_is_never_superseded_without_a_question_about_now(workspace):
+    engine = workspace(FACT_IN_MEMORY)
+    response = engine.search("vim editor", now=NOW)
+    assert all(r.breakdown.superseded == 1.0 for r in response.results)
+    assert all(r.breakdown.changed_by == "" for r in response.results)
 
 
 def test_no_update_links_without_time_intent(workspace):

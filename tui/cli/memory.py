@@ -150,7 +150,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
 
 def _print_results(response, options) -> None:  # SearchResponse, SearchOptions
-    from tui.engine.search import asks_current_state
+    from tui.engine.search import asks_current_state, describe_change
 
     for note in response.notes:
         print(f"({note})")
@@ -172,6 +172,8 @@ def _print_results(response, options) -> None:  # SearchResponse, SearchOptions
             + (f"superseded {b.superseded:.2f} · " if b.superseded < 1 else "")
             + b.confidence
         )
+        if b.changed_by:
+            print(f"    {describe_change(b)}")
         for line in result.text.strip().splitlines()[:4]:
             print(f"    {line}")
 

@@ -24,6 +24,7 @@ from .options import SearchOptions
 from .search_links import SUPERSEDED, update_links
 from .temporal import TimeIntent, parse_time_intent
 from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
+from .workspace import date_for_path
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -70,6 +71,8 @@ class Breakdown:
     linked: float = 0.0
     #: Multiplier for an entry a newer linked entry changed, on a current-state question.
     superseded: float = 1.0
+    #: Where the newer entry that changed this one is (``path#Lstart-end``), when one did.
+    changed_by: str = ""
 
     @classmethod
     def from_json(cls, data: object) -> Breakdown:
@@ -107,6 +110,7 @@ class Breakdown:
             time_window=number("time_window", 1.0),
             linked=number("linked", 0.0),
             superseded=number("superseded", 1.0),
+            changed_by=str(values.get("changed_by") or ""),
         )
 
 
@@ -184,6 +188,16 @@ class SearchResponse:
             "results": [r.to_json() for r in self.results],
             "notes": self.notes,
         }
+
+
+def describe_change(breakdown: Breakdown) -> str:
+    """``changed on 2026-10-12? (memory/2026-10-12.md#L5-5)`` for an entry a newer one changed
+    (the question mark: the link is inferred from the words, not certain); "" otherwise."""
+    where = breakdown.changed_by
+    if not where:
+        return ""
+    day = date_for_path(where.split("#", 1)[0])
+    return f"changed on {day.isoformat() if day else 'a later date'}? ({where})"
 
 
 def decay_factor(day: date | None, now: date, half_life_days: float) -> float:
@@ -449,30 +463,40 @@ def _score_all(
         ):
             scored.append(result)
     if pool.superseded:
-        scored = _below_their_updates(scored, pool.superseded)
+        scored = _below_their_updates(scored, pool.superseded, pool.rows)
     scored.sort(key=lambda r: (-r.score, r.path, r.start_line))
     return scored
 
 
 def _below_their_updates(
-    scored: list[SearchResult], superseded: dict[int, set[int]]
+    scored: list[SearchResult], superseded: dict[int, set[int]], rows: dict[int, ChunkRow]
 ) -> list[SearchResult]:
-    """Each entry a newer one changed scores at most ``SUPERSEDED`` × the best of the entries
-    that changed it (its ``superseded`` factor lowered to that): on a question about now, the
-    change outranks the state it ended, however much fresher the old wording matched or
-    however much older the change is ("My editor is Vim" in MEMORY.md, never decayed, against
-    a two-month-old "Switched from Vim to Zed")."""
+    """Each entry a newer one changed names it (``changed_by``: the best-scoring of them) and
+    scores at most ``SUPERSEDED`` × its score (its ``superseded`` factor lowered to that): on a
+    question about now, the change outranks the state it ended, however much better the old
+    wording matched or however much older the change is ("My editor is Vim" in MEMORY.md,
+    never decayed, against a two-month-old "Switched from Vim to Zed")."""
     by_id = {r.chunk_id: r for r in scored}
     capped = []
     for result in scored:
-        changers = [by_id[i].score for i in superseded.get(result.chunk_id, ()) if i in by_id]
-        cap = SUPERSEDED * max(changers) if changers else None
-        if cap is not None and result.score > cap and result.score > 0:
-            factor = result.breakdown.superseded * cap / result.score
-            result = replace(
-                result, score=cap, breakdown=replace(result.breakdown, superseded=factor)
-            )
-        capped.append(result)
+        changers = sorted(
+            (i for i in superseded.get(result.chunk_id, ()) if i in rows),
+            key=lambda i: -(by_id[i].score if i in by_id else -1.0),
+        )
+        if not changers:
+            capped.append(result)
+            continue
+        best = rows[changers[0]]
+        breakdown = replace(
+            result.breakdown, changed_by=f"{best.path}#L{best.start_line}-{best.end_line}"
+        )
+        score = result.score
+        if changers[0] in by_id:
+            cap = SUPERSEDED * by_id[changers[0]].score
+            if score > cap and score > 0:
+                breakdown = replace(breakdown, superseded=breakdown.superseded * cap / score)
+                score = cap
+        capped.append(replace(result, score=score, breakdown=breakdown))
     return capped
 
 

@@ -10,7 +10,7 @@ from textual.worker import Worker, WorkerState
 
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import ALWAYS_INJECTED
-from tui.engine.search import SearchResult
+from tui.engine.search import SearchResult, describe_change
 from tui.engine.workspace import MEMORY_FILE
 
 
@@ -77,6 +77,8 @@ def describe_breakdown(
         f"\n  hybrid: vector {format_score(b.vector)} · text {format_text_score(b.text, b.bm25)}",
         style="dim",
     )
+    if b.changed_by:
+        line.append(f"\n  {describe_change(b)}", style="yellow")
     return line
 
 
