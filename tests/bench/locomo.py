@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python tests/bench/locomo.py [--data ../shared/data/locomo/locomo-dev.json]
-        [--out FILE.md] [--no-experiments] [--workdir DIR]
+        [--out FILE.md] [--no-experiments] [--workdir DIR] [--memory dialogue|notes]
 
 Protocol (``../shared/data/locomo/README.md``): every session becomes the daily log of its date
 (``memory/YYYY-MM-DD.md``, written with the production ``MemoryStore.append_daily``; two sessions
@@ -12,6 +12,11 @@ on one date go to the same file), one bullet per turn carrying its dia_id
 indexed by the real :class:`MemoryEngine` (production chunker, real ONNX model, sqlite-vec) and
 queried with the question verbatim, with ``now`` fixed to the day after the conversation's last
 session (so time decay is realistic) and again with ``decay=False``.
+
+``--memory notes`` writes LoCoMo's own per-session observations instead ("Caroline attended an
+LGBTQ support group…"), one bullet per observation under its session's date, tagged with the
+turns it came from (``- [D1:3] ...``): the kind of memory a flush writes. Only questions whose
+evidence the notes carry are scored.
 
 Score: evidence recall, the share of a question's evidence dia_ids contained in the retrieved
 chunks (a chunk contains a turn when its line range covers the turn's line: a turn longer than
@@ -79,7 +84,7 @@ REFERENCE = {
     ("hybrid", "≤2000 tok"): ".839 (RRF)",
 }
 
-_TAG = re.compile(r"^\s*[-*+]\s+\[(D\d+:\d+)\]")
+_TAG = re.compile(r"^\s*[-*+]\s+\[(D\d+:\d+(?:, D\d+:\d+)*)\]")
 _DATE = re.compile(r"(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})")
 
 
@@ -131,32 +136,62 @@ def turn_bullet(turn: dict) -> str:
     return line
 
 
+def note_bullet(speaker: str, text: str, ids: Iterable[str]) -> str:
+    """One daily-log bullet for an observation, tagged with the turns it came from."""
+    return f"- [{', '.join(ids)}] {' '.join(str(text).split())}"
+
+
+def observation_bullets(observations: object) -> list[str]:
+    """A session's LoCoMo ``observation`` (speaker → [[text, dia_id(s)], ...]) as bullets."""
+    bullets = []
+    if not isinstance(observations, dict):
+        return bullets
+    for speaker, items in observations.items():
+        for item in items or []:
+            if not isinstance(item, list) or len(item) < 2:
+                continue
+            text, ids = item[0], item[1]
+            found = sorted(split_evidence(ids if isinstance(ids, list) else [str(ids)]))
+            if found:
+                bullets.append(note_bullet(speaker, text, found))
+    return bullets
+
+
 def split_evidence(items: Iterable[str]) -> frozenset[str]:
     """Evidence dia_ids; malformed strings such as ``"D8:6; D9:17"`` are split."""
     return frozenset(re.findall(r"D\d+:\d+", " ".join(items)))
 
 
-def load_conversations(path: Path) -> list[Conversation]:
+def load_conversations(path: Path, memory: str = "dialogue") -> list[Conversation]:
+    """The conversations, each session as the daily log of its date: its turns
+    (``memory="dialogue"``) or its distilled observations, each tagged with the turns it came
+    from (``"notes"``: the kind of memory a flush writes; only questions whose evidence the
+    notes carry are kept)."""
     conversations = []
     for item in json.loads(path.read_text(encoding="utf-8")):
         conv = item["conversation"]
         numbers = sorted(
             int(m.group(1)) for key in conv if (m := re.fullmatch(r"session_(\d+)", key))
         )
+        observations = item.get("observation") or {}
         sessions = [
             (
                 parse_session_date(conv[f"session_{n}_date_time"]),
-                [turn_bullet(t) for t in conv[f"session_{n}"]],
+                [turn_bullet(t) for t in conv[f"session_{n}"]]
+                if memory == "dialogue"
+                else observation_bullets(observations.get(f"session_{n}_observation")),
             )
             for n in numbers
             if conv[f"session_{n}"]
         ]
+        sessions = [(day, bullets) for day, bullets in sessions if bullets]
+        carried = {i for _, bullets in sessions for b in bullets for i in _tag_ids(b)}
         questions, skipped = [], 0
         for qa in item["qa"]:
             if qa.get("category") not in CATEGORIES:
                 continue
             evidence = split_evidence(qa.get("evidence") or [])
-            if not evidence:
+            if not evidence or (memory == "notes" and not evidence <= carried):
                 skipped += 1
                 continue
             questions.append(Question(qa["question"], qa["category"], evidence))
@@ -227,16 +262,20 @@ def write_workspace(engine: MemoryEngine, conv: Conversation) -> None:
         engine.store.append_daily(("\n" if existing else "") + "\n".join(bullets), day)
 
 
-def line_ids(engine: MemoryEngine) -> dict[str, dict[int, str]]:
-    """dia_id of every bullet line, per workspace-relative path."""
-    mapping: dict[str, dict[int, str]] = {}
+def _tag_ids(line: str) -> tuple[str, ...]:
+    """The dia_ids a bullet is tagged with (``- [D1:3, D1:5] ...``)."""
+    match = _TAG.match(line)
+    return tuple(match.group(1).split(", ")) if match else ()
+
+
+def line_ids(engine: MemoryEngine) -> dict[str, dict[int, tuple[str, ...]]]:
+    """dia_ids of every bullet line, per workspace-relative path."""
+    mapping: dict[str, dict[int, tuple[str, ...]]] = {}
     for path in sorted(engine.workspace.memory_dir.glob("*.md")):
         rel = engine.workspace.relative(path)
         lines = path.read_text(encoding="utf-8").splitlines()
         mapping[rel] = {
-            number: m.group(1)
-            for number, line in enumerate(lines, start=1)
-            if (m := _TAG.match(line))
+            number: ids for number, line in enumerate(lines, start=1) if (ids := _tag_ids(line))
         }
     return mapping
 
@@ -247,7 +286,7 @@ class Indexed:
 
     conv: Conversation
     engine: MemoryEngine
-    lines: dict[str, dict[int, str]]
+    lines: dict[str, dict[int, tuple[str, ...]]]
     chunks: int
     embedded: int
     seconds: float
@@ -257,7 +296,8 @@ class Indexed:
         found: set[str] = set()
         for r in results:
             by_line = self.lines.get(r.path, {})
-            found.update(by_line[n] for n in range(r.start_line, r.end_line + 1) if n in by_line)
+            for n in range(r.start_line, r.end_line + 1):
+                found.update(by_line.get(n, ()))
         return found
 
 
@@ -511,10 +551,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key", help="key for --base-url (else MEMDECK_EMBEDDINGS_API_KEY)")
     parser.add_argument("--dimensions", type=int, help="vector width of an unknown model")
     parser.add_argument("--batch-size", type=int, default=64, help="texts per request")
+    parser.add_argument(
+        "--memory",
+        choices=("dialogue", "notes"),
+        default="dialogue",
+        help="daily logs of the raw turns, or of LoCoMo's distilled observations (flush-like notes)",
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    conversations = load_conversations(args.data)
+    conversations = load_conversations(args.data, args.memory)
     counts: dict[int, int] = defaultdict(int)
     for conv in conversations:
         for q in conv.questions:
@@ -536,7 +582,8 @@ def main(argv: list[str] | None = None) -> int:
 
     report = Report()
     report.add(
-        f"## LoCoMo retrieval (dev split: {', '.join(c.sample_id for c in conversations)}; "
+        f"## LoCoMo retrieval, {args.memory} "
+        f"(dev split: {', '.join(c.sample_id for c in conversations)}; "
         f"{sum(counts.values())} questions in categories 1-4"
         + (f", {skipped} without evidence left out" if skipped else "")
         + ")"

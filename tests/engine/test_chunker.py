@@ -150,6 +150,23 @@ def test_dates_and_confidence_come_from_path_and_metadata():
     assert chunks_of("- hand-written line\n")[0].confidence == "high"
 
 
+def test_a_memory_md_entry_keeps_the_date_its_metadata_gives():
+    """``date`` stays None (MEMORY.md is evergreen: no decay); ``written`` is what update links
+    date the entry with."""
+    text = (
+        "- likes tea <!-- mem id=ab12 conf=high src=user at=2026-11-01 -->\n"
+        "- hand-written line\n"
+        "- a long one <!-- mem id=cd34 at=2025-01-02 -->\n"
+        "  continued <!-- mem id=ef56 at=2025-03-04 -->\n"
+    )
+    for params in (ChunkParams(), WINDOWS):
+        chunks = chunks_of(text, params=params)
+        assert all(c.date is None for c in chunks)
+    units = chunks_of(text)
+    assert [c.written for c in units] == [date(2026, 11, 1), None, date(2025, 3, 4)]
+    assert chunks_of(text, params=WINDOWS)[0].written == date(2026, 11, 1)  # the newest
+
+
 def test_forgotten_and_superseded_lines_are_not_chunked():
     text = (
         "- my dog is Max <!-- mem id=1 state=superseded -->\n"
