@@ -431,8 +431,9 @@ def inject(ix: Indexed, question: str, **overrides: object) -> tuple[set[str], i
         if item.kind == "relevant" and match:
             by_line = ix.lines.get(match.group(1), {})
             lo, hi = int(match.group(2)), int(match.group(3))
-            found.update(by_line[n] for n in range(lo, hi + 1) if n in by_line)
-    tags = set(re.findall(r"\[(D\d+:\d+)\]", injection.text))
+            for n in range(lo, hi + 1):
+                found.update(by_line.get(n, ()))
+    tags = set(re.findall(r"D\d+:\d+", " ".join(re.findall(r"\[(D\d[^\]]*)\]", injection.text))))
     assert tags <= found, (question, tags - found)
     return found, injection.report.tokens_used
 

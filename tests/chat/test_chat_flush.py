@@ -141,6 +141,44 @@ def test_facts_already_known_or_forgotten_are_not_added(tmp_path: Path) -> None:
         engine.close()
 
 
+@pytest.mark.parametrize(
+    "summary, stale",
+    [
+        ("Switched from Vim to Zed for everything", True),
+        ("Set up Vim's spell checker for commit messages", False),  # no change told
+        ("Switched from Slack to Zulip for the team chat", False),  # another thing changed
+    ],
+)
+def test_a_flush_that_tells_of_a_changed_fact_says_memory_md_is_out_of_date(
+    tmp_path: Path, embedder, summary: str, stale: bool
+) -> None:
+    """The conversation said the user switched editors; MEMORY.md still says Vim. The flush
+    logs it and names the MEMORY.md entry, for consolidation to propose the update."""
+    responder = SummaryResponder(facts=[], summary=summary)
+    with FakeOpenAI(responder=responder) as server:
+        config = make_config(tmp_path, server)
+        workspace = Workspace.open(tmp_path / "ws")
+        memory_text = "# Long-term Memory\n\n- My editor is Vim\n- Likes tea\n"
+        workspace.memory_file.write_text(memory_text)
+        memory = MemoryEngine(workspace, embedder=embedder)
+        memory.sync()
+        engine = ChatEngine(config, memory, sessions=SessionStore(workspace))
+        session = engine.sessions.create().id
+        add_messages(engine.sessions, session, 2)
+        outcome = engine.flusher.flush_session(session)
+        engine.close()
+    assert outcome.status == "flushed"
+    # MEMORY.md itself is untouched: the update is proposed, never made behind the user
+    assert workspace.memory_file.read_text() == memory_text
+    if not stale:
+        assert outcome.changed == () and "out of date" not in outcome.summary
+        return
+    [line] = outcome.changed
+    assert line.startswith("MEMORY.md#L3: My editor is Vim — changed on ")
+    assert f"({outcome.daily_log}#L" in line
+    assert "MEMORY.md may be out of date (1 entry changed" in outcome.summary
+
+
 def test_only_silent_messages_move_the_pointer_without_a_request(
     engine: ChatEngine, responder: SummaryResponder
 ) -> None:

@@ -54,7 +54,7 @@ def test_the_score_formula_follows_the_options_and_is_the_readme_s() -> None:
         "relevance = max(hybrid, neighbour, linked)   "
         "(neighbour = 0.9·hybrid of an adjacent daily-log entry, ×0.8 per entry further, up to 2;"
         " linked = 0.9·relevance of an entry this one updates)",
-        "superseded = 0.7 for an entry a newer one changed, lower if needed to score 0.7× that entry (current-state questions), else 1",
+        "superseded = 0.7 for an entry a newer one changed, for a MEMORY.md entry lower if needed to score 0.7× that entry (current-state questions), else 1",
         "hybrid = 0.7·vector + 0.3·text   (text alone without vectors)",
     ]
     assert "up to 1;" in score_formula(SearchOptions(neighbour_reach=1))

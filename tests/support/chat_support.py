@@ -82,9 +82,11 @@ def is_summary_request(body: dict[str, Any]) -> bool:
 class SummaryResponder:
     """Answers flush requests with a numbered summary and fact; counts them."""
 
-    def __init__(self, facts: Sequence[str] | None = None) -> None:
+    def __init__(self, facts: Sequence[str] | None = None, summary: str | None = None) -> None:
+        """``summary``: the daily summary's bullet (default: a numbered one)."""
         self.count = 0
         self.facts = facts
+        self.summary = summary
         self._numbers = itertools.count(1)
 
     def __call__(self, body: dict[str, Any]) -> Reply | None:
@@ -94,9 +96,9 @@ class SummaryResponder:
         self.count = number
         facts = self.facts if self.facts is not None else [f"Summary fact number {number}"]
         fact_lines = "\n".join(f"- {f}" for f in facts) or "None"
+        summary = self.summary or f"Summary number {number} of the chat."
         return FakeOpenAI.text(
-            f"## Daily Summary\n- Summary number {number} of the chat.\n\n"
-            f"## Long-term Facts\n{fact_lines}\n"
+            f"## Daily Summary\n- {summary}\n\n## Long-term Facts\n{fact_lines}\n"
         )
 
 

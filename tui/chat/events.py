@@ -203,13 +203,25 @@ class FlushOutcome:
     daily_log: str | None = None
     detail: str = ""
     recovered: bool = False
+    #: MEMORY.md entries the logged conversation told a change of, one line each (see
+    #: :meth:`~tui.engine.engine.MemoryEngine.facts_changed_in`): consolidation proposes the
+    #: update for review.
+    changed: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
         """One line for a status bar."""
         if self.status == "flushed":
             facts = f", {self.facts} fact{'s' if self.facts != 1 else ''}" if self.facts else ""
-            return f"logged {self.messages} message{'s' if self.messages != 1 else ''}{facts}"
+            stale = (
+                f"; MEMORY.md may be out of date ({len(self.changed)} "
+                f"entr{'y' if len(self.changed) == 1 else 'ies'} changed: consolidate to update)"
+                if self.changed
+                else ""
+            )
+            return (
+                f"logged {self.messages} message{'s' if self.messages != 1 else ''}{facts}{stale}"
+            )
         if self.status == "nothing_new":
             return "nothing new to log"
         return f"{self.status}: {self.detail}"

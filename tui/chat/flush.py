@@ -364,6 +364,7 @@ class DailyLogFlusher:
         if recovered:  # what the interrupted run wrote may not be indexed yet
             paths = [daily_rel, MEMORY_FILE] if summary else [MEMORY_FILE]
             self.memory.sync_changed(paths, origin=FLUSH)
+        changed = self._facts_changed(daily_rel, day) if summary else ()
         crash_point("before_pointer")
         self.sessions.append(
             session_id,
@@ -388,7 +389,16 @@ class DailyLogFlusher:
             daily_log=daily_rel if summary else None,
             detail="finished an interrupted flush" if recovered else "",
             recovered=recovered,
+            changed=changed,
         )
+
+    def _facts_changed(self, daily_rel: str, day: date) -> tuple[str, ...]:
+        """The MEMORY.md entries the day's log now tells a change of; never fails a flush
+        (the log is written, the hint is a bonus)."""
+        try:
+            return tuple(self.memory.facts_changed_in(daily_rel, now=day))
+        except Exception:
+            return ()
 
     def _new_facts(self, memory_text: str, facts: Sequence[str]) -> list[str]:
         """Facts not already in MEMORY.md's ``memory_text`` (same words, or the same subject and

@@ -74,6 +74,8 @@ def _print_trigger(event: TriggerEvent) -> None:
         f"{where}{outcome.summary}{extra}",
         file=sys.stderr if outcome.status in ("skipped", "failed") else sys.stdout,
     )
+    for line in outcome.changed:
+        print(f"  {line}")
 
 
 # -- ask --

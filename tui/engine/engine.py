@@ -24,6 +24,7 @@ from .inject import Injection, build_injection
 from .metadata import EntryMeta
 from .options import InjectionOptions, SearchOptions
 from .search import SearchResponse, retrieval_text, search
+from .search_links import memory_entries_changed
 from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace
@@ -290,6 +291,22 @@ class MemoryEngine:
         if moved:
             self._publish(MemoryChange(tuple(rel_paths or ()), report, origin))
         return report
+
+    def facts_changed_in(self, rel_path: str, *, now: date) -> list[str]:
+        """The MEMORY.md entries the entries of ``rel_path`` (a daily log) tell a change of,
+        one line each: ``MEMORY.md#L3: My editor is Vim — changed on 2026-11-20?
+        (memory/2026-11-20.md#L5-5)``. The file must be indexed; without vectors (the model not
+        loaded) a shared rare word decides alone."""
+        ids = [row.id for row in self.index.iter_chunks(rel_path)]
+        lines = []
+        for fact, change in memory_entries_changed(self.index, ids, now):
+            text = " ".join(fact.text.split()).lstrip("-*+ ")
+            lines.append(
+                f"{fact.path}#L{fact.start_line}: {text[:120]} — changed on "
+                f"{change.date.isoformat() if change.date else 'a later date'}? "
+                f"({change.path}#L{change.start_line}-{change.end_line})"
+            )
+        return list(dict.fromkeys(lines))
 
     def save_entry(
         self,

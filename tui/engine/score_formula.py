@@ -62,8 +62,9 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
             f"(neighbour = {number(options.neighbour_weight)}·hybrid of an adjacent daily-log entry,"
             f" ×{number(NEIGHBOUR_FALLOFF)} per entry further, up to {options.neighbour_reach};"
             f" linked = {number(LINK_WEIGHT)}·relevance of an entry this one updates)",
-            f"superseded = {number(SUPERSEDED)} for an entry a newer one changed, lower if needed"
-            f" to score {number(SUPERSEDED)}× that entry (current-state questions), else 1",
+            f"superseded = {number(SUPERSEDED)} for an entry a newer one changed, for a MEMORY.md"
+            f" entry lower if needed to score {number(SUPERSEDED)}× that entry"
+            " (current-state questions), else 1",
             hybrid,
             recency,
             decay,

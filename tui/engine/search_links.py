@@ -137,3 +137,36 @@ def update_links(
             if direction == "newer":
                 superseded.setdefault(seed, set()).add(chunk_id)
     return linked, superseded
+
+
+def memory_entries_changed(
+    index: MemoryIndex, chunk_ids: list[int], now: date
+) -> list[tuple[ChunkRow, ChunkRow]]:
+    """``(MEMORY.md entry, the entry that tells of its change)`` for each of ``chunk_ids``
+    (entries just written to a daily log) that tells of a change and, by the rule of an update
+    link, changes a MEMORY.md entry dated before it: a shared rare word and a cosine of at
+    least ``LINK_COSINE`` ("Switched from Vim to Zed" for "My editor is Vim")."""
+    pairs: list[tuple[ChunkRow, ChunkRow]] = []
+    for row in index.chunks_by_id(chunk_ids).values():
+        day = date_by(row, now)
+        if day is None or row.path == MEMORY_FILE or not _CHANGE.search(row.text):
+            continue
+        rare = rare_words(index, row.text, set())
+        if not rare:
+            continue
+        hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)]
+        facts = [r for r in index.chunks_by_id(hits).values() if r.path == MEMORY_FILE]
+        vectors = index.mirror.vectors_for([row.id, *(r.id for r in facts)])
+        for fact in facts:
+            fact_day = date_by(fact, now)
+            if fact_day is None or fact_day >= day:
+                continue
+            if not rare & {w.lower() for w in _WORDS.findall(fact.text)}:
+                continue
+            if row.id in vectors and fact.id in vectors:
+                if float(vectors[row.id] @ vectors[fact.id]) < LINK_COSINE:
+                    continue
+            elif row.id in vectors or fact.id in vectors:
+                continue  # one side embedded, the other not yet: no cosine to go by
+            pairs.append((fact, row))
+    return pairs
