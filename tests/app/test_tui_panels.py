@@ -257,6 +257,34 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
         assert confidence == top.breakdown.confidence
 
 
+async def test_a_memory_md_fact_a_log_changed_says_so_in_search(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    memory = "# Long-term Memory\n\n- My editor is Vim\n"
+    daily = {"memory/2026-11-20.md": "# 2026-11-20\n\n- Switched from Vim to Zed for everything\n"}
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", memory, daily), embedder=embedder)
+    eng.sync()
+    app = PanelHost(lambda: SearchPanel(eng, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(SearchPanel)
+        panel.set_query("which editor do I use now?")
+        await wait_until(pilot, lambda: panel.response is not None, "search results")
+        assert panel.response is not None
+        rows = [r.path for r in panel.response.results]
+        assert "MEMORY.md" in rows
+        table = panel.query_one("#search-results", DataTable)
+        table.move_cursor(row=rows.index("MEMORY.md"))
+        await wait_until(
+            pilot,
+            lambda: (
+                "changed on 2026-11-20?"
+                in text_of(panel.query_one("#search-context-title", Static))
+            ),
+            "the MEMORY.md entry marked as changed",
+        )
+    eng.close()
+
+
 async def test_search_says_bm25_only_while_the_model_loads(bm25_engine: MemoryEngine) -> None:
     app = PanelHost(lambda: SearchPanel(bm25_engine, now=NOW))
     async with app.run_test(size=SIZE) as pilot:
