@@ -27,6 +27,11 @@ LINK_MIN_DOCS = 5
 #: ``LINK_COSINE``; without one, ``LINK_STRONG`` and half the best match's own relevance.
 LINK_COSINE = 0.3
 LINK_STRONG = 0.55
+#: ``LINK_COSINE`` from a MEMORY.md entry: its stored vector carries the file's heading and a
+#: log entry's carries its neighbours, so the same two statements sit lower ("Lives in a flat
+#: in Prenzlauer Berg" and "Moved to Hamburg…; the flat in Ottensen": .45 as bare text, under .3
+#: as stored); a shared rare word and a change word are needed all the same.
+LINK_COSINE_MEMORY = 0.2
 
 #: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya").
 _CHANGE = re.compile(
@@ -103,7 +108,9 @@ def update_links(
         row_date = date_by(row, now)
         if row_date is None or direction == "older" and not _CHANGE.search(row.text):
             continue
-        rare = rare_words(index, row.text, query_stems)
+        # A MEMORY.md fact may share only the question's word with its change ("Commutes to
+        # the office by metro" / "cycling to the office now"); a log entry keeps to other words.
+        rare = rare_words(index, row.text, set() if row.path == MEMORY_FILE else query_stems)
         hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
         rows.update(index.chunks_by_id([i for i in hits if i not in rows]))
         others = [i for i in dict.fromkeys([*hits, *relevance]) if i in rows and i != seed]
@@ -131,7 +138,8 @@ def update_links(
                 and cosine >= LINK_STRONG
                 and hybrids.get(chunk_id, 0.0) >= 0.5 * relevance[seed]
             )
-            if not ((shares_word and cosine >= LINK_COSINE) or similar):
+            floor = LINK_COSINE_MEMORY if row.path == MEMORY_FILE else LINK_COSINE
+            if not ((shares_word and cosine >= floor) or similar):
                 continue
             linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
             if direction == "newer":
@@ -164,7 +172,7 @@ def memory_entries_changed(
             if not rare & {w.lower() for w in _WORDS.findall(fact.text)}:
                 continue
             if row.id in vectors and fact.id in vectors:
-                if float(vectors[row.id] @ vectors[fact.id]) < LINK_COSINE:
+                if float(vectors[row.id] @ vectors[fact.id]) < LINK_COSINE_MEMORY:
                     continue
             elif row.id in vectors or fact.id in vectors:
                 continue  # one side embedded, the other not yet: no cosine to go by
