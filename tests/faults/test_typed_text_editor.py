@@ -127,7 +127,7 @@ def test_a_terminated_app_keeps_unsaved_edits_in_a_recovery_copy(tmp_path: Path)
     # ctrl+end and a line
     keys = [
         (b"\x1b[15~", b"MEMORY.md \xc2\xb7 loaded"),
-        (b"", b"^s save"),
+        (b"\x1b[15~", b"^s save"),  # F5 again if focus did not arrive
         (b"\x1b[1;5F", None),
     ]
     screen = drive_in_a_pty(root, env, [*keys, (b"\r" + TYPED.encode(), None)])
@@ -183,8 +183,14 @@ def drive_in_a_pty(
         time.sleep(1.0)
         for key, marker in keys:
             os.write(master, key)
-            if marker is not None:
-                assert read_until(marker, 30), _ANSI.sub(b"", seen)[-2000:]
+            # A key with a marker is sent again if its effect does not show: under a loaded CI
+            # machine F5's focus once never reached the editor (its ^s save never showed).
+            for _ in range(2):
+                if marker is None or read_until(marker, 15):
+                    break
+                os.write(master, key)
+            else:
+                assert read_until(marker, 15), _ANSI.sub(b"", seen)[-2000:]
             time.sleep(0.5)
         assert read_until(b"typed in the editor", 30), _ANSI.sub(b"", seen)[-2000:]
         # The header's "● MEMORY.md unsaved" is checked in-process (a terminal under load may
