@@ -32,6 +32,9 @@ LINK_STRONG = 0.55
 #: in Prenzlauer Berg" and "Moved to Hamburg…; the flat in Ottensen": .45 as bare text, under .3
 #: as stored); a shared rare word and a change word are needed all the same.
 LINK_COSINE_MEMORY = 0.2
+#: ``LINK_MIN_DOCS`` from a MEMORY.md fact: a fact is a short line, its naming word may be a
+#: common one ("the flat in Prenzlauer Berg" / "the flat in Ottensen", in 7 entries of 273).
+LINK_MIN_DOCS_MEMORY = 10
 
 #: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya").
 _CHANGE = re.compile(
@@ -43,10 +46,12 @@ _CHANGE = re.compile(
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def rare_words(index: MemoryIndex, text: str, query_stems: set[str]) -> set[str]:
+def rare_words(
+    index: MemoryIndex, text: str, query_stems: set[str], min_docs: int = LINK_MIN_DOCS
+) -> set[str]:
     """The rarest words of ``text`` that are not the query's: what names the thing itself
     ("Vim", "ThinkPad", "LastPass") rather than the topic the question asked about."""
-    limit = max(LINK_MIN_DOCS, int(LINK_SHARE * index.doc_count()))
+    limit = max(min_docs, int(LINK_SHARE * index.doc_count()))
     rare: set[tuple[int, str]] = set()
     for term in query_terms(text):
         word = term[0]
@@ -110,7 +115,11 @@ def update_links(
             continue
         # A MEMORY.md fact may share only the question's word with its change ("Commutes to
         # the office by metro" / "cycling to the office now"); a log entry keeps to other words.
-        rare = rare_words(index, row.text, set() if row.path == MEMORY_FILE else query_stems)
+        rare = (
+            rare_words(index, row.text, set(), LINK_MIN_DOCS_MEMORY)
+            if row.path == MEMORY_FILE
+            else rare_words(index, row.text, query_stems)
+        )
         hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
         rows.update(index.chunks_by_id([i for i in hits if i not in rows]))
         others = [i for i in dict.fromkeys([*hits, *relevance]) if i in rows and i != seed]
@@ -159,7 +168,7 @@ def memory_entries_changed(
         day = date_by(row, now)
         if day is None or row.path == MEMORY_FILE or not _CHANGE.search(row.text):
             continue
-        rare = rare_words(index, row.text, set())
+        rare = rare_words(index, row.text, set(), LINK_MIN_DOCS_MEMORY)
         if not rare:
             continue
         hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)]
