@@ -36,6 +36,7 @@ from tui.app.panels import (
 )
 from tui.app.panels.base import EnginePanel, format_score
 from tui.app.panels.daily_tree import shown_text
+from tui.app.panels.injection_panel import describe_items
 from tui.app.panels.search_panel import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
@@ -283,6 +284,25 @@ async def test_a_memory_md_fact_a_log_changed_says_so_in_search(
             "the MEMORY.md entry marked as changed",
         )
     eng.close()
+
+
+def test_the_inject_preview_marks_a_memory_md_fact_a_log_changed(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    memory = "# Long-term Memory\n\n- My editor is Vim\n- Keeps a paper notebook\n"
+    daily = {"memory/2026-11-20.md": "# 2026-11-20\n\n- Switched from Vim to Zed for everything\n"}
+    eng = MemoryEngine(write_workspace(tmp_path / "ws", memory, daily), embedder=embedder)
+    eng.sync()
+    injection = eng.inject("which editor do I use now?", now=NOW)
+    rows = {
+        location: line.plain
+        for line, location in describe_items(injection.report, injection.results)
+    }
+    eng.close()
+    assert rows["MEMORY.md#L3-3"].endswith(
+        "always injected (in Long-term Memory) · changed on 2026-11-20? (memory/2026-11-20.md#L3-3)"
+    )
+    assert "changed on" not in rows["memory/2026-11-20.md#L3-3"]
 
 
 async def test_search_says_bm25_only_while_the_model_loads(bm25_engine: MemoryEngine) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -22,6 +23,7 @@ from tui.app.widgets.memory_list import MemoryList
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MODEL_STARTING, MemoryEngine
 from tui.engine.inject import Injection, InjectionReport
+from tui.engine.search import SearchResult, describe_change
 
 #: Keystrokes closer together than this are coalesced into one preview.
 PREVIEW_DEBOUNCE_S = 0.12
@@ -61,9 +63,11 @@ def describe_budget(report: InjectionReport) -> Text:
 Row = tuple[Text, str | None]
 
 
-def describe_items(report: InjectionReport) -> list[Row]:
-    """Every relevant memory with its score: what went in (✓), then what was left out and why
-    (✂), then the builder's and the search's notes."""
+def describe_items(report: InjectionReport, results: Sequence[SearchResult] = ()) -> list[Row]:
+    """Every relevant memory with its score: what went in (✓, with "changed on <date>?" for a
+    fact a newer entry changed), then what was left out and why (✂), then the builder's and
+    the search's notes."""
+    changes = {r.location: describe_change(r.breakdown) for r in results if r.breakdown.changed_by}
     rows: list[Row] = []
     for item in report.included:
         if item.kind != "relevant":
@@ -73,6 +77,8 @@ def describe_items(report: InjectionReport) -> list[Row]:
         line.append(item.location)
         line.append(f" ({format_score(item.score)})", style="dim")
         line.append(f" · {item.reason or f'{item.tokens} tokens'}", style="dim")
+        if item.location in changes:
+            line.append(f" · {changes[item.location]}", style="yellow")
         rows.append((line, item.location))
     rows += cut_rows(report)
     rows += [(Text("ℹ " + note, style="italic"), None) for note in report.notes]
@@ -256,7 +262,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self.query_one("#inject-budget", Static).update(describe_budget(report))
         block = injection.text or "(nothing to inject: MEMORY.md is empty and no memory matched)"
         self.query_one("#inject-block", Static).update(render_block(block))
-        self._show_items(describe_items(report))
+        self._show_items(describe_items(report, injection.results))
 
     def _show_items(self, rows: list[Row]) -> None:
         items = self.query_one("#inject-cuts", MemoryList)
