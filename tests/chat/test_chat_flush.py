@@ -171,12 +171,14 @@ def test_a_flush_that_tells_of_a_changed_fact_says_memory_md_is_out_of_date(
     # MEMORY.md itself is untouched: the update is proposed, never made behind the user
     assert workspace.memory_file.read_text() == memory_text
     if not stale:
-        assert outcome.changed == () and "out of date" not in outcome.summary
+        assert outcome.changed == () and outcome.out_of_date == ""
         return
     [line] = outcome.changed
     assert line.startswith("MEMORY.md#L3: My editor is Vim — changed on ")
     assert f"({outcome.daily_log}#L" in line
-    assert "MEMORY.md may be out of date (1 entry changed" in outcome.summary
+    assert outcome.out_of_date == (
+        "MEMORY.md may be out of date (1 entry changed: consolidate to update)"
+    )
 
 
 def test_only_silent_messages_move_the_pointer_without_a_request(

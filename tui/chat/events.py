@@ -213,18 +213,26 @@ class FlushOutcome:
         """One line for a status bar."""
         if self.status == "flushed":
             facts = f", {self.facts} fact{'s' if self.facts != 1 else ''}" if self.facts else ""
-            stale = (
-                f"; MEMORY.md may be out of date ({len(self.changed)} "
-                f"entr{'y' if len(self.changed) == 1 else 'ies'} changed: consolidate to update)"
-                if self.changed
-                else ""
-            )
-            return (
-                f"logged {self.messages} message{'s' if self.messages != 1 else ''}{facts}{stale}"
-            )
+            return f"logged {self.messages} message{'s' if self.messages != 1 else ''}{facts}"
         if self.status == "nothing_new":
             return "nothing new to log"
         return f"{self.status}: {self.detail}"
+
+    @property
+    def described(self) -> str:
+        """``logged 4 messages, 1 fact → memory/2026-11-22.md`` (and :attr:`out_of_date`), for
+        the app's notice and Stats."""
+        where = f" → {self.daily_log}" if self.daily_log else ""
+        stale = f"; {self.out_of_date}" if self.out_of_date else ""
+        return f"{self.summary}{where}{stale}"
+
+    @property
+    def out_of_date(self) -> str:
+        """``MEMORY.md may be out of date (1 entry changed: consolidate to update)``, or ""."""
+        if not self.changed:
+            return ""
+        entries = f"{len(self.changed)} entr{'y' if len(self.changed) == 1 else 'ies'}"
+        return f"MEMORY.md may be out of date ({entries} changed: consolidate to update)"
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,8 @@ def _print_trigger(event: TriggerEvent) -> None:
         f"{where}{outcome.summary}{extra}",
         file=sys.stderr if outcome.status in ("skipped", "failed") else sys.stdout,
     )
+    if outcome.out_of_date:
+        print(f"{where}{outcome.out_of_date}")
     for line in outcome.changed:
         print(f"  {line}")
 

@@ -35,7 +35,7 @@ from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit
 from tui.app.screens.session_actions import SessionActions
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
-from tui.chat.events import FlushOutcome, FlushStarted, TriggerEvent
+from tui.chat.events import FlushStarted, TriggerEvent
 
 # The heavy half (chat engine, memory panels, watcher) is imported once the engine is open; see
 # MemdeckApp._load_engine. These names are for type hints only.
@@ -54,12 +54,6 @@ if TYPE_CHECKING:
 
 #: Index progress messages are posted at most this often (seconds).
 PROGRESS_INTERVAL = 0.1
-
-
-def describe_outcome(outcome: FlushOutcome) -> str:
-    """``logged 4 messages, 1 fact → memory/2026-11-22.md`` (a flush for the stats panel)."""
-    where = f" → {outcome.daily_log}" if outcome.daily_log else ""
-    return f"{outcome.summary}{where}"
 
 
 class MainScreen(SessionActions):
@@ -421,10 +415,12 @@ class MainScreen(SessionActions):
         if event.session_id is not None:
             self.header.flushing = max(0, self.header.flushing - 1)
         outcome = event.outcome
-        panels.record_flush(event.trigger, describe_outcome(outcome))
+        panels.record_flush(event.trigger, outcome.described)
+        for line in outcome.changed:
+            panels.log_event(f"changed? {line}")
         if outcome.status == "flushed":  # the engine published what it wrote
             self.session_list.reload()
-            self.notify(describe_outcome(outcome), title=f"memory ({event.trigger})")
+            self.notify(outcome.described, title=f"memory ({event.trigger})")
         elif outcome.status in ("skipped", "failed"):
             self.notify(
                 outcome.summary, title=f"memory not written ({event.trigger})", severity="warning"
