@@ -183,14 +183,19 @@ def retired_by(record: ActivityRecord, retired: list[RetiredRecord]) -> list[Ret
     text it shows (the log keeps the text cut to a few hundred characters)."""
     found: list[RetiredRecord] = []
     for gone in record.forgotten:
+        cut = gone["text"].endswith("…")
         shown = gone["text"].removesuffix("…").strip()
+
+        def shows(text: str, shown: str = shown, cut: bool = cut) -> bool:
+            return text.strip().startswith(shown) if cut else text.strip() == shown
+
         match = next(
             (
                 r
                 for r in reversed(retired)
                 if r.event == "forgotten"
                 and r.path == gone["path"]
-                and r.text.strip().startswith(shown)
+                and shows(r.text)
                 and r not in found
             ),
             None,
