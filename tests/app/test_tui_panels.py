@@ -258,13 +258,21 @@ async def test_search_rows_carry_the_breakdown(engine: MemoryEngine) -> None:
         assert confidence == top.breakdown.confidence
 
 
-async def test_a_memory_md_fact_a_log_changed_says_so_in_search(
-    tmp_path: Path, embedder: Embedder
-) -> None:
-    memory = "# Long-term Memory\n\n- My editor is Vim\n"
+@pytest.fixture
+def changed_fact(tmp_path: Path, embedder: Embedder) -> Iterator[MemoryEngine]:
+    """MEMORY.md says Vim (line 3); a later daily log tells of the switch to Zed."""
+    memory = "# Long-term Memory\n\n- My editor is Vim\n- Keeps a paper notebook\n"
     daily = {"memory/2026-11-20.md": "# 2026-11-20\n\n- Switched from Vim to Zed for everything\n"}
     eng = MemoryEngine(write_workspace(tmp_path / "ws", memory, daily), embedder=embedder)
     eng.sync()
+    yield eng
+    eng.close()
+
+
+async def test_a_memory_md_fact_a_log_changed_says_so_in_search(
+    changed_fact: MemoryEngine,
+) -> None:
+    eng = changed_fact
     app = PanelHost(lambda: SearchPanel(eng, now=NOW))
     async with app.run_test(size=SIZE) as pilot:
         panel = app.query_one(SearchPanel)
@@ -283,22 +291,16 @@ async def test_a_memory_md_fact_a_log_changed_says_so_in_search(
             ),
             "the MEMORY.md entry marked as changed",
         )
-    eng.close()
 
 
 def test_the_inject_preview_marks_a_memory_md_fact_a_log_changed(
-    tmp_path: Path, embedder: Embedder
+    changed_fact: MemoryEngine,
 ) -> None:
-    memory = "# Long-term Memory\n\n- My editor is Vim\n- Keeps a paper notebook\n"
-    daily = {"memory/2026-11-20.md": "# 2026-11-20\n\n- Switched from Vim to Zed for everything\n"}
-    eng = MemoryEngine(write_workspace(tmp_path / "ws", memory, daily), embedder=embedder)
-    eng.sync()
-    injection = eng.inject("which editor do I use now?", now=NOW)
+    injection = changed_fact.inject("which editor do I use now?", now=NOW)
     rows = {
         location: line.plain
         for line, location in describe_items(injection.report, injection.results)
     }
-    eng.close()
     assert rows["MEMORY.md#L3-3"].endswith(
         "always injected (in Long-term Memory) · changed on 2026-11-20? (memory/2026-11-20.md#L3-3)"
     )

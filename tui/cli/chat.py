@@ -18,9 +18,11 @@ from .registry import CliError, Command
 # commands that run it, not to parse the command line: `memdeck mcp` and --help start faster.
 if TYPE_CHECKING:
     from ..chat.chat import ChatEngine
+    from ..chat.config import Config
     from ..chat.consolidation import Proposal
     from ..chat.events import TriggerEvent
     from ..chat.workbench import Workbench
+    from ..engine.workspace import Workspace
 
 
 def _add_llm_flags(parser: argparse.ArgumentParser) -> None:
@@ -412,8 +414,9 @@ def _tokens(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
-def _run_usage(args: argparse.Namespace) -> int:
-    from ..engine import usage
+def configured_workspace(args: argparse.Namespace) -> tuple[Config, Workspace]:
+    """The config (``--config``) and the existing workspace (``--workspace``, else the config's);
+    a missing workspace is an error, never created."""
     from ..engine.workspace import Workspace
 
     try:
@@ -421,7 +424,13 @@ def _run_usage(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
     root = args.workspace if args.workspace is not None else config.memory.workspace
-    workspace = Workspace.open(root, create=False)
+    return config, Workspace.open(root, create=False)
+
+
+def _run_usage(args: argparse.Namespace) -> int:
+    from ..engine import usage
+
+    config, workspace = configured_workspace(args)
     report = usage.summary(workspace.root, prices=config.prices)
     if args.json:
         print(json.dumps(report))

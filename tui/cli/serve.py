@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from .registry import CliError, Command
+from .chat import configured_workspace
+from .registry import Command
 
 
 def _configure_mcp(parser: argparse.ArgumentParser) -> None:
@@ -17,16 +18,8 @@ def _configure_mcp(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
-    from ..chat.config import ConfigError, load_config
-    from ..engine.workspace import Workspace
-
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        raise CliError(str(exc)) from exc
-    root = args.workspace if args.workspace is not None else config.memory.workspace
     # A typo in a client's configuration must not serve an empty memory: the workspace exists.
-    workspace = Workspace.open(root, create=False)
+    config, workspace = configured_workspace(args)
     from ..serve.mcp_server import serve
 
     serve(config, workspace.root)

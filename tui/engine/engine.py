@@ -23,7 +23,7 @@ from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, build_injection
 from .metadata import EntryMeta
 from .options import InjectionOptions, SearchOptions
-from .search import SearchResponse, retrieval_text, search
+from .search import SearchResponse, change_note, retrieval_text, search
 from .search_links import memory_entries_changed
 from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
@@ -95,7 +95,8 @@ class MemoryEngine:
         self._listeners: list[ChangeListener] = []
         self._listeners_lock = threading.Lock()
         #: Each memory file's ``(size, mtime_ns)`` as this engine last wrote or synced it.
-        self._known_versions: dict[str, tuple[int, int] | None | tuple[()]] = {}
+        self._known_versions: dict[str, tuple[int, int] | None] = {}
+        self._versions_lock = threading.Lock()
 
     # -- the memory-change stream --
 
@@ -265,7 +266,7 @@ class MemoryEngine:
         return st.st_size, st.st_mtime_ns
 
     def _remember_versions(self, rel_paths: Iterable[str]) -> None:
-        with self._listeners_lock:
+        with self._versions_lock:
             for rel in rel_paths:
                 self._known_versions[rel] = self._file_version(rel)
 
@@ -282,10 +283,10 @@ class MemoryEngine:
             moved = bool(report.files_changed or report.files_removed)
         else:
             report = self.sync_paths(rel_paths, embed=embed)
-            with self._listeners_lock:
-                versions = {rel: self._known_versions.get(rel, ()) for rel in rel_paths}
+            with self._versions_lock:
+                known = {r: self._known_versions[r] for r in rel_paths if r in self._known_versions}
             moved = bool(report.files_changed or report.files_removed) or any(
-                self._file_version(rel) != known for rel, known in versions.items()
+                rel not in known or self._file_version(rel) != known[rel] for rel in rel_paths
             )
             self._remember_versions(rel_paths)
         if moved:
@@ -302,9 +303,7 @@ class MemoryEngine:
         for fact, change in memory_entries_changed(self.index, ids, now):
             text = " ".join(fact.text.split()).lstrip("-*+ ")
             lines.append(
-                f"{fact.path}#L{fact.start_line}: {text[:120]} — changed on "
-                f"{change.date.isoformat() if change.date else 'a later date'}? "
-                f"({change.path}#L{change.start_line}-{change.end_line})"
+                f"{fact.path}#L{fact.start_line}: {text[:120]} — {change_note(change.location)}"
             )
         return list(dict.fromkeys(lines))
 

@@ -69,6 +69,11 @@ class ChunkRow:
     #: When the entry was written or last changed, as its metadata says (``at=``).
     written: Day | None = None
 
+    @property
+    def location(self) -> str:
+        """``path#Lstart-end``."""
+        return f"{self.path}#L{self.start_line}-{self.end_line}"
+
 
 _ROW_COLUMNS = "id, path, start_line, end_line, heading, text, date, confidence, written"
 

@@ -191,13 +191,15 @@ class SearchResponse:
 
 
 def describe_change(breakdown: Breakdown) -> str:
-    """``changed on 2026-10-12? (memory/2026-10-12.md#L5-5)`` for an entry a newer one changed
-    (the question mark: the link is inferred from the words, not certain); "" otherwise."""
-    where = breakdown.changed_by
-    if not where:
-        return ""
-    day = date_for_path(where.split("#", 1)[0])
-    return f"changed on {day.isoformat() if day else 'a later date'}? ({where})"
+    """:func:`change_note` for an entry a newer one changed; "" otherwise."""
+    return change_note(breakdown.changed_by) if breakdown.changed_by else ""
+
+
+def change_note(location: str) -> str:
+    """``changed on 2026-10-12? (memory/2026-10-12.md#L5-5)``: the entry at ``location`` tells
+    of a change (the question mark: the link is inferred from the words, not certain)."""
+    day = date_for_path(location.split("#", 1)[0])
+    return f"changed on {day.isoformat() if day else 'a later date'}? ({location})"
 
 
 def decay_factor(day: date | None, now: date, half_life_days: float) -> float:
@@ -487,10 +489,7 @@ def _below_their_updates(
         if not changers:
             capped.append(result)
             continue
-        best = rows[changers[0]]
-        breakdown = replace(
-            result.breakdown, changed_by=f"{best.path}#L{best.start_line}-{best.end_line}"
-        )
+        breakdown = replace(result.breakdown, changed_by=rows[changers[0]].location)
         score = result.score
         if changers[0] in by_id:
             cap = SUPERSEDED * by_id[changers[0]].score

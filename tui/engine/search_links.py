@@ -72,6 +72,11 @@ def rare_words(
 EVERGREEN = date.min
 
 
+def own_words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` (a unit's own text, not the context it is indexed with)."""
+    return {w.lower() for w in _WORDS.findall(text)}
+
+
 def date_by(row: ChunkRow, now: date) -> date | None:
     """The date ``row`` takes part in update links with (a daily log's date; a MEMORY.md
     entry's ``at=``, else :data:`EVERGREEN`); None when it has none or it is after ``now``."""
@@ -140,7 +145,7 @@ def update_links(
             )
             # Its own words, not its context: a unit's index text includes the entry before it.
             if chunk_id not in words_of:
-                words_of[chunk_id] = {w.lower() for w in _WORDS.findall(other.text)}
+                words_of[chunk_id] = own_words(other.text)
             shares_word = bool(rare & words_of[chunk_id])
             similar = (
                 direction == "newer"
@@ -162,7 +167,7 @@ def memory_entries_changed(
     """``(MEMORY.md entry, the entry that tells of its change)`` for each of ``chunk_ids``
     (entries just written to a daily log) that tells of a change and, by the rule of an update
     link, changes a MEMORY.md entry dated before it: a shared rare word and a cosine of at
-    least ``LINK_COSINE`` ("Switched from Vim to Zed" for "My editor is Vim")."""
+    least ``LINK_COSINE_MEMORY`` ("Switched from Vim to Zed" for "My editor is Vim")."""
     pairs: list[tuple[ChunkRow, ChunkRow]] = []
     for row in index.chunks_by_id(chunk_ids).values():
         day = date_by(row, now)
@@ -178,7 +183,7 @@ def memory_entries_changed(
             fact_day = date_by(fact, now)
             if fact_day is None or fact_day >= day:
                 continue
-            if not rare & {w.lower() for w in _WORDS.findall(fact.text)}:
+            if not rare & own_words(fact.text):
                 continue
             if row.id in vectors and fact.id in vectors:
                 if float(vectors[row.id] @ vectors[fact.id]) < LINK_COSINE_MEMORY:
