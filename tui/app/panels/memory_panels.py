@@ -38,6 +38,9 @@ TABS = {
 
 #: What takes focus when a tab is opened by its key: the widget the user works in there
 #: (Inject's depends on what it shows: :attr:`InjectionPanel.focus_target`).
+#: Refreshes after focusing a tab's widget during which focus lost to nothing is given back.
+FOCUS_CHECKS = 4
+
 TAB_FOCUS = {
     "search": "#search-query",
     "daily": "#daily-tree",
@@ -218,22 +221,39 @@ tab in this session.
         or the keys typed next would land in the tab instead of where the user went."""
         self._focus_pending = None
 
-    def _focus_tab(self, tab_id: str) -> None:
+    def _focus_tab(self, tab_id: str, checks: int = FOCUS_CHECKS) -> None:
         if self._focus_pending != tab_id:
             return
-        self._focus_pending = None
         tabs = self.query_one(TabbedContent)
         if tabs.active != tab_id:
+            self._focus_pending = None
             return
         target = (
             self.injection_panel.focus_target
             if tab_id == "inject"
             else self.query_one(TAB_FOCUS[tab_id])
         )
-        if target.focusable:
-            target.focus()
-        else:  # e.g. a log too short to scroll: the tab row takes the keys (← → switch tabs)
+        if not target.focusable:  # e.g. a log too short to scroll: the tab row takes the keys
+            self._focus_pending = None
             tabs.query_one(ContentTabs).focus()
+            return
+        target.focus()
+        if checks:
+            self.call_after_refresh(self._keep_focus, tab_id, checks - 1)
+        else:
+            self._focus_pending = None
+
+    def _keep_focus(self, tab_id: str, checks: int) -> None:
+        """A Hide queued before the tab was shown blurs its widget when it arrives (late on a
+        loaded machine): focus it again while nothing else has taken the focus."""
+        if self._focus_pending != tab_id:
+            return
+        if self.screen.focused is None:
+            self._focus_tab(tab_id, checks)
+        elif checks:
+            self.call_after_refresh(self._keep_focus, tab_id, checks - 1)
+        else:
+            self._focus_pending = None
 
     def bring_inject_forward(self) -> None:
         """The user is typing a message: show the Inject tab, unless they chose another tab in
