@@ -75,6 +75,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path[:1]:
     sys.path.insert(0, str(REPO))
 
+#: How deep the ranking is read for the "top-100" column (every result, min_score 0).
+DEPTH = 100
+
 CURRENT = "current-state"
 HISTORY = "history"
 TIME = "time-anchored"
@@ -1234,6 +1237,8 @@ class Outcome:
     top: list[dict[str, Any]] = field(default_factory=list)
     returned: int = 0
     newer_shares_more: bool | None = None
+    #: The target's rank in the top :data:`DEPTH` at min_score 0 (what the ranking allows).
+    depth_rank: int | None = None
 
     @property
     def passed(self) -> bool:
@@ -1313,6 +1318,7 @@ def run_persona(
             rivals = [locate(files, m)[0] for m in case.rivals]
             response = engine.search(case.question, now=persona.now)
             results = list(response.results)
+            deep = engine.search(case.question, now=persona.now, max_results=DEPTH, min_score=0.0)
             newer_more = None
             if case.category == CURRENT:
                 newer = len(shared_terms(case.question, targets[0].text))
@@ -1327,6 +1333,7 @@ def run_persona(
                     [describe(r) for r in results[:3]],
                     len(results),
                     newer_more,
+                    first_rank(list(deep.results), targets),
                 )
             )
     finally:
@@ -1353,24 +1360,18 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
                 ("new shares more keywords", [o for o in current if o.newer_shares_more]),
                 ("new shares ≤ keywords", [o for o in current if o.newer_shares_more is False]),
             ]
+    groups.append(("overall", list(outcomes)))
     for name, group in groups:
         if not group:
             continue
-        top1, top3 = rate(group, 1)[0], rate(group, 3)[0]
         rows[name] = {
             "n": len(group),
-            "top1": top1,
-            "top3": top3,
+            "top1": rate(group, 1)[0],
+            "top3": rate(group, 3)[0],
             "returned": sum(1 for o in group if o.rank is not None),
+            "deep": sum(1 for o in group if o.depth_rank is not None),
             "passed": sum(1 for o in group if o.passed),
         }
-    rows["overall"] = {
-        "n": len(outcomes),
-        "top1": rate(outcomes, 1)[0],
-        "top3": rate(outcomes, 3)[0],
-        "returned": sum(1 for o in outcomes if o.rank is not None),
-        "passed": sum(1 for o in outcomes if o.passed),
-    }
     return rows
 
 
@@ -1380,7 +1381,10 @@ def pct(part: int, whole: int) -> str:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     rows = summary(outcomes)
-    head = f"{'category':<30} {'n':>3}  {'top-1':>13}  {'top-3':>13}  {'returned':>13}  pass rule"
+    head = (
+        f"{'category':<30} {'n':>3}  {'top-1':>13}  {'top-3':>13}  {'returned':>13}  "
+        f"{f'top-{DEPTH}':>13}  pass rule"
+    )
     lines = [head, "-" * len(head)]
     for name, row in rows.items():
         label = name if name in CATEGORIES or name == "overall" else "  " + name
@@ -1390,7 +1394,8 @@ def table(outcomes: Sequence[Outcome]) -> str:
             rule = f"passed {pct(row['passed'], row['n'])}"
         lines.append(
             f"{label:<30} {row['n']:>3}  {pct(row['top1'], row['n'])}  "
-            f"{pct(row['top3'], row['n'])}  {pct(row['returned'], row['n'])}  {rule}"
+            f"{pct(row['top3'], row['n'])}  {pct(row['returned'], row['n'])}  "
+            f"{pct(row['deep'], row['n'])}  {rule}"
         )
     return "\n".join(lines)
 
@@ -1403,7 +1408,8 @@ def failures(outcomes: Sequence[Outcome]) -> str:
         c = o.case
         lines.append(
             f"\n[{c.category}] {c.id}: {c.question!r} (target rank {o.rank or '—'}, rival rank "
-            f"{o.rival_rank or '—'}, {o.returned} results)"
+            f"{o.rival_rank or '—'}, {o.returned} results; rank {o.depth_rank or '—'} of {DEPTH} "
+            "at min_score 0)"
         )
         lines.append(f"    expected: {' | '.join(c.targets)}")
         for i, r in enumerate(o.top, start=1):
@@ -1474,6 +1480,7 @@ def main(argv: list[str] | None = None) -> int:
                             "rank": o.rank,
                             "rival_rank": o.rival_rank,
                             "returned": o.returned,
+                            "depth_rank": o.depth_rank,
                             "passed": o.passed,
                             "newer_shares_more": o.newer_shares_more,
                             **({"top": o.top} if args.verbose else {}),

@@ -93,6 +93,21 @@ def test_current_state_question_prefers_the_newer_entry(workspace):
     assert older.breakdown.recency < current.results[0].breakdown.recency
 
 
+def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace):
+    """'these days' asks for the present; its 'days' must not match every 'day' in the logs
+    ("Tokyo day 3" for "what workouts do I do these days?")."""
+    engine = workspace(
+        {
+            "memory/2026-04-16.md": "# 2026-04-16\n\n- Tokyo day 3: tonkotsu at Fuunji\n",
+            "memory/2026-09-20.md": "# 2026-09-20\n\n- Bouldering twice a week with Kai\n",
+        }
+    )
+    response = engine.search("what workouts do I do these days?", now=NOW, min_score=0.0)
+    assert response.intent.current
+    tokyo = [r for r in response.results if r.path == "memory/2026-04-16.md"]
+    assert all(r.breakdown.bm25 is None for r in tokyo), "matched by the marker's word"
+
+
 EDITOR_LOGS = {
     "memory/2025-09-15.md": (
         "# 2025-09-15\n\n- Uses Vim as the editor for everything; the vimrc is 400 lines\n"

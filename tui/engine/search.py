@@ -516,12 +516,13 @@ def _future(row: ChunkRow, now: date) -> bool:
 
 
 def retrieval_text(query: str, intent: TimeIntent) -> str:
-    """The query without the words that named its time window ("in May 2023").
+    """The query without the words that named its time window ("in May 2023") or asked for
+    the present ("these days": its "days" would match every "day 3" in the logs).
 
     What remains may be only stop words ("what did I do yesterday?"): then the window is the
     whole question, and the remaining words must not pick entries by themselves.
     """
-    if intent.window is None or not intent.phrase:
+    if not intent.phrase or intent.window is None and not intent.current:
         return query
     start = query.lower().find(intent.phrase.lower())
     if start < 0:
