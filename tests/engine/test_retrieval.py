@@ -108,6 +108,22 @@ def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace):
     assert all(r.breakdown.bm25 is None for r in tokyo), "matched by the marker's word"
 
 
+def test_a_shared_change_word_is_no_update_link(workspace):
+    """Two migrations that share only 'migrating' are not one thing changing."""
+    engine = workspace(
+        {
+            "memory/2026-07-19.md": (
+                "# 2026-07-19\n\n- Finished migrating the Harbor database off Postgres onto SQLite\n"
+            ),
+            "memory/2026-08-14.md": "# 2026-08-14\n\n- Migrating the Harbor docs site off Netlify now\n",
+        }
+    )
+    results = engine.search("what database does Harbor use now?", now=NOW, min_score=0.0).results
+    database = next(r for r in results if r.path == "memory/2026-07-19.md")
+    assert database.breakdown.superseded == 1.0, database.breakdown.changed_by
+    assert all(r.breakdown.linked == 0.0 for r in results)
+
+
 EDITOR_LOGS = {
     "memory/2025-09-15.md": (
         "# 2025-09-15\n\n- Uses Vim as the editor for everything; the vimrc is 400 lines\n"

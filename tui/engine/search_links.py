@@ -44,6 +44,19 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+#: Rare in a memory, yet never the name of what changed ("exported everything from LastPass to
+#: 1Password" is no update of "Replaced VS Code with Helix for everything").
+_PRONOUNS = frozenset(
+    f"{some}{thing}"
+    for some in ("every", "some", "any", "no")
+    for thing in ("thing", "one", "body", "where")
+)
+
+
+def _names_nothing(word: str) -> bool:
+    """An indefinite pronoun or a change word: shared by two entries, it does not make one an
+    update of the other ("migrating Harbor's database" / "migrating dotfiles off the ThinkPad")."""
+    return word in _PRONOUNS or _CHANGE.fullmatch(word) is not None
 
 
 def rare_words(
@@ -55,7 +68,7 @@ def rare_words(
     rare: set[tuple[int, str]] = set()
     for term in query_terms(text):
         word = term[0]
-        if len(term) != 1 or len(word) < 3 or not word.isalpha():
+        if len(term) != 1 or len(word) < 3 or not word.isalpha() or _names_nothing(word):
             continue
         if index.stem(word) in query_stems:
             continue
