@@ -104,7 +104,12 @@ class VectorWrites:
         slice_size = max(COMMIT_EVERY, 512)
         for start in range(0, total, slice_size):
             batch = hashes[start : start + slice_size]
-            vectors = self.embedder.embed([texts[h] for h in batch])
+
+            def each_batch(made: int, _: int, before: int = done) -> None:
+                if progress:  # after each of the model's batches, not each slice: a smooth count
+                    progress("embedding", before + made, total)
+
+            vectors = self.embedder.embed([texts[h] for h in batch], progress=each_batch)
             pairs: list[tuple[int, bytes]] = []
             cache_rows: list[tuple[str, str, bytes]] = []
             for digest, vector in zip(batch, vectors, strict=True):
@@ -118,8 +123,6 @@ class VectorWrites:
             release_free_memory()  # the model's activations: freed, but kept by malloc
             done += len(batch)
             report.embedded += len(batch)
-            if progress:
-                progress("embedding", done, total)
         return report
 
     def _drop_cached(self, model: str, hashes: set[str]) -> None:

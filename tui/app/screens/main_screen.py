@@ -31,6 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
+from tui.app.progress_text import ProgressClock
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
 from tui.app.screens.session_actions import SessionActions
 from tui.app.widgets.app_header import AppHeader
@@ -121,6 +122,7 @@ class MainScreen(SessionActions):
         self._after_attach: list[Callable[[], object]] = []
         #: Keys typed in a panel are on their way to the message box (see :meth:`on_key`).
         self._typing_to_chat = False
+        self._progress_clock = ProgressClock()
 
     @property
     def engine(self) -> ChatEngine:
@@ -376,11 +378,7 @@ class MainScreen(SessionActions):
 
     @on(IndexProgress)
     def _index_progress(self, message: IndexProgress) -> None:
-        if message.done >= message.total:
-            text = ""
-        else:
-            units = " units" if message.stage == "embedding" else ""
-            text = f"{message.stage} {message.done:,}/{message.total:,}{units}"
+        text = self._progress_clock.describe(message.stage, message.done, message.total)
         self.header.progress = text
         self.memory_panels.stats_panel.set_progress(text)
 
