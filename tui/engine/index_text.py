@@ -16,6 +16,12 @@ from .textsearch import build_match_query, query_terms
 MIN_CHUNKS_TO_PRUNE = 2000
 
 
+#: Stems already asked for (the tokenizer never changes): three statements each otherwise, and
+#: update links stem every word of their best matches on each current-state question.
+_STEMS: dict[str, str] = {}
+MAX_STEMS = 50_000
+
+
 class FullTextReads:
     """The full-text half of :class:`~tui.engine.index.MemoryIndex` (a mixin over its
     connections: ``_reader`` gives each thread its own, ``_track`` closes one with the index)."""
@@ -102,18 +108,65 @@ class FullTextReads:
         """``token`` as the full-text index stores it (its porter stem, lower-cased)."""
         return self._stem(token)
 
-    def _stem(self, token: str) -> str:
-        """``token`` as the FTS tokenizer stores it (porter stem), from a scratch in-memory table."""
+    def stems(self, tokens: Sequence[str]) -> dict[str, str]:
+        """The stems of many single-word tokens, those not known yet in one statement pair."""
+        unknown = [t for t in dict.fromkeys(tokens) if t not in _STEMS]
+        if len(unknown) > 1 and all(t.isalpha() for t in unknown):
+            scratch = self._stemmer()
+            scratch.execute("DELETE FROM s")
+            scratch.execute("INSERT INTO s(x) VALUES (?)", (" ".join(unknown),))
+            found = dict(scratch.execute("SELECT offset, term FROM si"))
+            if len(found) == len(unknown):  # an alphabetic word is one token: offsets line up
+                if len(_STEMS) + len(unknown) >= MAX_STEMS:
+                    _STEMS.clear()
+                for offset, token in enumerate(unknown):
+                    _STEMS[token] = found[offset]
+        return {t: self._stem(t) for t in tokens}
+
+    def doc_counts(self, tokens: Sequence[str]) -> dict[str, int]:
+        """:meth:`doc_count` of many single-word tokens, those not counted yet in one query."""
+        stems = self.stems(tokens)
+        unknown = sorted({stems[t] for t in tokens if (t,) not in self._doc_shares})
+        if unknown:
+            counts = dict(
+                self._reader().execute(
+                    "SELECT term, doc FROM chunks_vocab WHERE term IN "
+                    f"({', '.join('?' * len(unknown))})",
+                    unknown,
+                )
+            )
+            if len(self._doc_shares) > 50_000:
+                self._doc_shares.clear()
+            for token in tokens:
+                if (token,) not in self._doc_shares:
+                    self._doc_shares[(token,)] = counts.get(stems[token], 0)
+        return {t: self.doc_count(t) for t in tokens}
+
+    def _stemmer(self) -> sqlite3.Connection:
+        """This thread's scratch FTS table, tokenised as the index is (``si``: its tokens)."""
         scratch = getattr(self._local, "stemmer", None)
         if scratch is None:
             scratch = self._track(sqlite3.connect(":memory:", check_same_thread=False))
             scratch.execute(f"CREATE VIRTUAL TABLE s USING fts5(x, tokenize = '{FTS_TOKENIZER}')")
             scratch.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, 'row')")
+            scratch.execute("CREATE VIRTUAL TABLE si USING fts5vocab(s, 'instance')")
             self._local.stemmer = scratch
+        return scratch
+
+    def _stem(self, token: str) -> str:
+        """``token`` as the FTS tokenizer stores it (porter stem), from a scratch in-memory table."""
+        stem = _STEMS.get(token)
+        if stem is not None:
+            return stem
+        scratch = self._stemmer()
         scratch.execute("DELETE FROM s")
         scratch.execute("INSERT INTO s(x) VALUES (?)", (token,))
         row = scratch.execute("SELECT term FROM sv LIMIT 1").fetchone()
-        return row[0] if row else token
+        stem = row[0] if row else token
+        if len(_STEMS) >= MAX_STEMS:
+            _STEMS.clear()
+        _STEMS[token] = stem
+        return stem
 
     def _doc_share(self, token: str) -> float:
         """Share of chunks containing ``token`` (0 on small indexes, where it does not matter)."""

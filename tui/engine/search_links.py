@@ -65,16 +65,17 @@ def rare_words(
     """The rarest words of ``text`` that are not the query's: what names the thing itself
     ("Vim", "ThinkPad", "LastPass") rather than the topic the question asked about."""
     limit = max(min_docs, int(LINK_SHARE * index.doc_count()))
-    rare: set[tuple[int, str]] = set()
-    for term in query_terms(text):
-        word = term[0]
-        if len(term) != 1 or len(word) < 3 or not word.isalpha() or _names_nothing(word):
-            continue
-        if index.stem(word) in query_stems:
-            continue
-        docs = index.doc_count(word)
-        if docs <= limit:
-            rare.add((docs, word))
+    words = [
+        term[0]
+        for term in query_terms(text)
+        if len(term) == 1
+        and len(term[0]) >= 3
+        and term[0].isalpha()
+        and not _names_nothing(term[0])
+    ]
+    stems = index.stems(words)
+    counts = index.doc_counts([w for w in words if stems[w] not in query_stems])
+    rare = {(docs, word) for word, docs in counts.items() if docs <= limit}
     return {word for _, word in sorted(rare)[:LINK_TERMS]}
 
 
@@ -83,6 +84,35 @@ def rare_words(
 #: then "Switched from Vim to Zed" in a daily log): a newer log entry that tells of a change can
 #: supersede it. An entry whose metadata dates it (``at=``) takes part with that date.
 EVERGREEN = date.min
+
+
+#: :data:`_CHANGE` by its parts: the one-word changes, the word beginnings, and the phrases
+#: (each of which holds one of ``_PHRASE_WORDS``). Deciding on a unit's words first and running
+#: only the phrases' pattern, when one of their words is there, was most of a current-state
+#: question's time (the whole pattern over every candidate).
+_CHANGE_WORDS = frozenset(
+    "switch switched switching moved moving instead sold quit stopped changed swapped "
+    "transferred ditched dropped upgraded now slipped postponed anymore".split()
+)
+_CHANGE_STARTS = ("migrat", "replac")
+_PHRASE_WORDS = frozenset("longer more back from off".split())
+_CHANGE_PHRASE = re.compile(
+    r"\b(?:no longer|any ?more|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+)\b",
+    re.IGNORECASE,
+)
+
+
+def tells_of_change(text: str, words: set[str]) -> bool:
+    """Whether ``text`` (whose :func:`own_words` are ``words``) tells of a change of state:
+    what ``_CHANGE.search(text)`` says, sooner."""
+    if "_" in text:  # "now_playing" is one word to the pattern, two to own_words
+        return _CHANGE.search(text) is not None
+    if not words.isdisjoint(_CHANGE_WORDS):
+        return True
+    low = text.lower()
+    if any(s in low for s in _CHANGE_STARTS) and any(w.startswith(_CHANGE_STARTS) for w in words):
+        return True
+    return not words.isdisjoint(_PHRASE_WORDS) and _CHANGE_PHRASE.search(text) is not None
 
 
 def own_words(text: str) -> set[str]:
@@ -149,16 +179,16 @@ def update_links(
                 continue
             if (other_date > row_date) != (direction == "newer"):
                 continue
-            if direction == "newer" and not _CHANGE.search(other.text):
+            # Its own words, not its context: a unit's index text includes the entry before it.
+            if chunk_id not in words_of:
+                words_of[chunk_id] = own_words(other.text)
+            if direction == "newer" and not tells_of_change(other.text, words_of[chunk_id]):
                 continue
             cosine = (
                 float(vectors[seed] @ vectors[chunk_id])
                 if seed in vectors and chunk_id in vectors
                 else 0.0
             )
-            # Its own words, not its context: a unit's index text includes the entry before it.
-            if chunk_id not in words_of:
-                words_of[chunk_id] = own_words(other.text)
             shares_word = bool(rare & words_of[chunk_id])
             similar = (
                 direction == "newer"

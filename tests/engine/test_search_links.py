@@ -1,0 +1,70 @@
+"""Update links' fast paths give what their slow definitions give: the change test, and the
+batched stems and document counts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from tui.engine.embeddings import Embedder
+from tui.engine.engine import MemoryEngine
+from tui.engine.search_links import _CHANGE, own_words, tells_of_change
+
+CHANGES = [
+    "Switched from Vim to Zed",
+    "switching jobs in May",
+    "Migrating Harbor's database off Postgres",
+    "Replaced VS Code with Helix",
+    "No longer drinks coffee",
+    "doesn't eat meat any more.",
+    "doesn't eat meat anymore",
+    "Gave fish a try and I'm not going back",
+    "moved the CI off the old runner",
+    "from LastPass to 1Password",
+    "from the old flat to the new one",
+    "NOW reporting to Priya",
+    "the launch slipped to June",
+    "now_playing is a variable",  # one word to the pattern
+    "snow and knowledge",  # 'now' inside other words
+    "replacement parts arrived",
+    "premigration notes",
+    "more or less the same",
+    "came back from Lisbon",
+    "offline sync is off",
+    "kick-off meeting",
+    "Dropped by the office",
+    "from here",
+    "",
+]
+
+
+def test_tells_of_change_agrees_with_the_pattern() -> None:
+    rng = random.Random(3)
+    vocabulary = " ".join(CHANGES).split() + "the a of to in on at Vim Zed flat tea".split()
+    texts = CHANGES + [" ".join(rng.choices(vocabulary, k=rng.randint(1, 30))) for _ in range(2000)]
+    for text in texts:
+        assert tells_of_change(text, own_words(text)) == bool(_CHANGE.search(text)), text
+
+
+def test_batched_stems_and_counts_match_one_at_a_time(tmp_path: Path, embedder: Embedder) -> None:
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "2026-11-20.md").write_text(
+        "# 2026-11-20\n\n- Running along the canal\n- Runs 25 km a week\n- Deployed the services\n",
+        encoding="utf-8",
+    )
+    words = ["running", "runs", "deployed", "services", "canal", "absent", "running"]
+    engine = MemoryEngine(root, embedder=embedder)
+    try:
+        engine.sync()
+        index = engine.index
+        one_by_one = {w: (index.stem(w), index.doc_count(w)) for w in words}
+    finally:
+        engine.close()
+    engine = MemoryEngine(root, embedder=embedder)  # no counts cached (stems are, process-wide)
+    try:
+        stems, counts = engine.index.stems(words), engine.index.doc_counts(words)
+        assert {w: (stems[w], counts[w]) for w in words} == one_by_one
+        assert stems["running"] == stems["runs"] and counts["running"] > 0 == counts["absent"]
+    finally:
+        engine.close()
