@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
+
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.search_links import _CHANGE, own_words, tells_of_change
@@ -66,5 +68,32 @@ def test_batched_stems_and_counts_match_one_at_a_time(tmp_path: Path, embedder: 
         stems, counts = engine.index.stems(words), engine.index.doc_counts(words)
         assert {w: (stems[w], counts[w]) for w in words} == one_by_one
         assert stems["running"] == stems["runs"] and counts["running"] > 0 == counts["absent"]
+    finally:
+        engine.close()
+
+
+def test_a_repeated_query_is_embedded_once(tmp_path: Path) -> None:
+    """The turn searches the draft the live preview has just embedded: no second model run."""
+
+    class CountingEmbedder(Embedder):
+        queries: list[str] = []
+
+        def embed_query(self, text: str) -> np.ndarray:
+            self.queries.append(text)
+            return super().embed_query(text)
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("# Memory\n\n- Deploys go through staging\n", encoding="utf-8")
+    embedder = CountingEmbedder()
+    engine = MemoryEngine(root, embedder=embedder)
+    try:
+        engine.load_model()
+        engine.sync()
+        first = engine.search("how do deploys work?").results
+        again = engine.search("how do deploys work?").results
+        other = engine.search("what about staging?").results
+        assert embedder.queries == ["how do deploys work?", "what about staging?"]
+        assert [r.score for r in first] == [r.score for r in again] and first and other
     finally:
         engine.close()

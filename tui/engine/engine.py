@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import usage
 from .chunker import ChunkParams
@@ -29,7 +30,13 @@ from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace
 
+if TYPE_CHECKING:
+    import numpy as np
+
 #: The note of a search done BM25-only because the embedding model was starting.
+#: Query vectors kept for a repeated search (the preview's draft, then the turn).
+QUERY_VECTORS_KEPT = 16
+
 MODEL_STARTING = "embedding model starting (idle exit): BM25 only for now"
 
 
@@ -97,6 +104,10 @@ class MemoryEngine:
         #: Each memory file's ``(size, mtime_ns)`` as this engine last wrote or synced it.
         self._known_versions: dict[str, tuple[int, int] | None] = {}
         self._versions_lock = threading.Lock()
+        #: The last few query vectors by (model, text): a turn searches the draft the live
+        #: preview has just embedded.
+        self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._query_vectors_lock = threading.Lock()
 
     # -- the memory-change stream --
 
@@ -380,6 +391,22 @@ class MemoryEngine:
         """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""
         return self.index.rebuild(embed=True, progress=progress)
 
+    def _query_vector(self, text: str) -> np.ndarray:
+        """The embedding of a query, from the last :data:`QUERY_VECTORS_KEPT` when it is there."""
+        key = (self.embedder.fingerprint, text)
+        with self._query_vectors_lock:
+            vector = self._query_vectors.get(key)
+            if vector is not None:
+                self._query_vectors.move_to_end(key)
+                return vector
+        vector = self.embedder.embed_query(text)
+        vector.setflags(write=False)  # shared by whoever asks for the same text
+        with self._query_vectors_lock:
+            self._query_vectors[key] = vector
+            while len(self._query_vectors) > QUERY_VECTORS_KEPT:
+                self._query_vectors.popitem(last=False)
+        return vector
+
     def search(
         self,
         query: str,
@@ -403,7 +430,7 @@ class MemoryEngine:
             self.embedder.warm()
         elif self.model_loaded and query.strip():
             try:
-                query_vector = self.embedder.embed_query(retrieval_text(query, intent) or query)
+                query_vector = self._query_vector(retrieval_text(query, intent) or query)
             except EmbeddingError:
                 if not self.embedder.remote:
                     raise
