@@ -364,12 +364,59 @@ def stream_pieces(tokens: int) -> list[str]:
     return pieces[:tokens] + ["\n"]
 
 
+#: ``--stacks``: sample the event loop's stack every 2 ms and, after each run, print where it
+#: was during the stalls over the target (a diagnosis, not a figure).
+STACKS = False
+
+
+class StackSampler:
+    """The main thread's stack, every 2 ms, from a background thread (``sys._current_frames``)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.samples: list[tuple[float, tuple[str, ...]]] = []
+        self._main = threading.main_thread().ident
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.002):
+            frame = sys._current_frames().get(self._main)  # noqa: SLF001
+            where = []
+            while frame is not None and len(where) < 40:
+                code = frame.f_code
+                where.append(f"{Path(code.co_filename).name}:{code.co_name}")
+                frame = frame.f_back
+            self.samples.append((time.perf_counter(), tuple(where)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def report(self, windows: list[tuple[float, float]], top: int = 18) -> str:
+        """The functions most often on the stack during ``windows`` (inclusive shares)."""
+        from collections import Counter
+
+        inside = [w for t, w in self.samples if any(a <= t <= b for a, b in windows)]
+        if not inside:
+            return "    (no stack samples inside the stalls)"
+        counts = Counter(name for where in inside for name in set(where))
+        lines = [f"    stack samples during {len(windows)} stalls: {len(inside)}"]
+        lines += [f"    {n / len(inside):5.0%}  {name}" for name, n in counts.most_common(top)]
+        return "\n".join(lines)
+
+
 class StallMeter:
     """A 10 ms ticker on the event loop: the worst delay beyond its 10 ms is the worst stall
     (the UI could not react for that long). ``sample`` is called every 100 ms (on the loop)."""
 
     def __init__(self, sample=None) -> None:  # noqa: ANN001
         self.stalls: list[float] = []
+        #: When each tick ran (perf_counter), for ``--stacks``.
+        self.ticks: list[float] = []
+        self.sampler: StackSampler | None = None
         #: CPU seconds the process (all its threads) used during each tick.
         self.cpu: list[float] = []
         self._sample = sample
@@ -389,6 +436,8 @@ class StallMeter:
 
     def start(self) -> StallMeter:
         gc.callbacks.append(self._on_gc)
+        if STACKS:
+            self.sampler = StackSampler()
         self._task = asyncio.create_task(self._tick())
         return self
 
@@ -399,7 +448,17 @@ class StallMeter:
             await self._task
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
+        if self.sampler is not None:
+            self.sampler.stop()
         return self.worst_ms
+
+    def stall_windows(self, ms: float) -> list[tuple[float, float]]:
+        """``(start, end)`` of each tick that came more than ``ms`` late."""
+        return [
+            (self.ticks[i] - stall - 0.01, self.ticks[i])
+            for i, stall in enumerate(self.stalls)
+            if stall * 1000 > ms
+        ]
 
     @property
     def worst_ms(self) -> float:
@@ -418,6 +477,7 @@ class StallMeter:
             now = time.perf_counter()
             cpu = time.process_time()
             self.stalls.append(now - last - 0.01)
+            self.ticks.append(now)
             self.cpu.append(cpu - last_cpu)
             last, last_cpu = now, cpu
             ticks += 1
@@ -444,6 +504,8 @@ def stall_line(label: str, meter: StallMeter) -> str:
     line += f"\n    full garbage collections meanwhile: {len(collections)}" + (
         f", the longest {max(collections) * 1000:.0f} ms" if collections else ""
     )
+    if meter.sampler is not None:
+        line += "\n" + meter.sampler.report(meter.stall_windows(TARGET_STALL_MS))
     return line
 
 
@@ -791,7 +853,14 @@ def main(argv: list[str] | None = None) -> int:
         help="what to measure, comma-separated: frame, preview, stream, index (default all)",
     )
     parser.add_argument("--rebuild", action="store_true", help="regenerate the workspace")
+    parser.add_argument(
+        "--stacks",
+        action="store_true",
+        help="print where the event loop was during the stalls over the target (a diagnosis)",
+    )
     args = parser.parse_args(argv)
+    global STACKS
+    STACKS = args.stacks
     parts = {part.strip() for part in args.parts.split(",") if part.strip()}
     CACHE.mkdir(parents=True, exist_ok=True)
     print(f"memdeck TUI bench · {load()}")
