@@ -395,7 +395,7 @@ class StackSampler:
         self._stop.set()
         self._thread.join()
 
-    def report(self, windows: list[tuple[float, float]], top: int = 18) -> str:
+    def report(self, windows: list[tuple[float, float]], top: int = 45) -> str:
         """The functions most often on the stack during ``windows`` (inclusive shares)."""
         from collections import Counter
 
