@@ -114,8 +114,15 @@ def contains_all_terms(text: str, query: str) -> bool:
     terms = _parse_query(query)
     if not terms:
         return False
-    body = " " + " ".join(_PART.findall(fts_body(text).lower())) + " "
+    body = _spaced_words(text)
     return all(" " + " ".join(term) + " " in body for term in terms)
+
+
+@functools.lru_cache(maxsize=2048)
+def _spaced_words(text: str) -> str:
+    # Cached: each search checks its ~50 best candidates, and the same entries come back query
+    # after query (each keystroke of the live preview).
+    return " " + " ".join(_PART.findall(fts_body(text).lower())) + " "
 
 
 def bm25_to_unit(rank: float) -> float:
