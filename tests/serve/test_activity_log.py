@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tui.chat.activity import ActivityLog, ActivityRecord, retired_by, short_arguments
 from tui.engine.engine import MemoryEngine
@@ -64,48 +67,45 @@ def test_arguments_are_shortened_for_the_log() -> None:
     assert len(short) < 120
 
 
-def test_undo_finds_the_audit_records_of_what_a_forget_retired(tmp_path: Path) -> None:
+@pytest.fixture
+def tea_engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    """An engine over a MEMORY.md of two look-alike entries: 'Likes tea' and '… with lemon'."""
     workspace = Workspace.open(tmp_path / "ws")
     workspace.memory_file.write_text("# Memory\n\n- Likes tea\n- Likes tea with lemon\n")
     engine = MemoryEngine(workspace)
     engine.sync()
     try:
-        entries = [e for e in engine.store.entries("MEMORY.md") if e.text.endswith("lemon")]
-        engine.forget(entries, reason="test", origin="test")
-        forget = record(
-            3,
-            name="forget_memory",
-            summary="Forgot 1 memory.",
-            forgotten=[{"path": "MEMORY.md", "text": "Likes tea with lemon"}],
-        )
-        [found] = retired_by(forget, engine.store.retired_records())
-        assert found.text == "Likes tea with lemon"
-        assert engine.restore(found) is not None
-        assert "- Likes tea with lemon" in workspace.memory_file.read_text()
-        # restored: nothing is left to bring back
-        assert retired_by(forget, engine.store.retired_records()) == []
+        yield engine
     finally:
         engine.close()
 
 
-def test_undo_brings_back_only_the_entry_the_forget_named(tmp_path: Path) -> None:
-    workspace = Workspace.open(tmp_path / "ws")
-    workspace.memory_file.write_text("# Memory\n\n- Likes tea\n- Likes tea with lemon\n")
-    engine = MemoryEngine(workspace)
-    engine.sync()
-    try:
-        engine.forget(
-            [e for e in engine.store.entries("MEMORY.md") if e.text], reason="t", origin="t"
-        )
-        forget = record(
-            4, name="forget_memory", forgotten=[{"path": "MEMORY.md", "text": "Likes tea"}]
-        )
-        [found] = retired_by(forget, engine.store.retired_records())
-        assert found.text == "Likes tea"
-        cut = record(
-            5, name="forget_memory", forgotten=[{"path": "MEMORY.md", "text": "Likes tea with…"}]
-        )
-        [found] = retired_by(cut, engine.store.retired_records())
-        assert found.text == "Likes tea with lemon"
-    finally:
-        engine.close()
+def test_undo_finds_the_audit_records_of_what_a_forget_retired(tea_engine: MemoryEngine) -> None:
+    engine = tea_engine
+    entries = [e for e in engine.store.entries("MEMORY.md") if e.text.endswith("lemon")]
+    engine.forget(entries, reason="test", origin="test")
+    forget = record(
+        3,
+        name="forget_memory",
+        summary="Forgot 1 memory.",
+        forgotten=[{"path": "MEMORY.md", "text": "Likes tea with lemon"}],
+    )
+    [found] = retired_by(forget, engine.store.retired_records())
+    assert found.text == "Likes tea with lemon"
+    assert engine.restore(found) is not None
+    assert "- Likes tea with lemon" in engine.workspace.memory_file.read_text()
+    # restored: nothing is left to bring back
+    assert retired_by(forget, engine.store.retired_records()) == []
+
+
+def test_undo_brings_back_only_the_entry_the_forget_named(tea_engine: MemoryEngine) -> None:
+    engine = tea_engine
+    engine.forget([e for e in engine.store.entries("MEMORY.md") if e.text], reason="t", origin="t")
+    forget = record(4, name="forget_memory", forgotten=[{"path": "MEMORY.md", "text": "Likes tea"}])
+    [found] = retired_by(forget, engine.store.retired_records())
+    assert found.text == "Likes tea"
+    cut = record(
+        5, name="forget_memory", forgotten=[{"path": "MEMORY.md", "text": "Likes tea with…"}]
+    )
+    [found] = retired_by(cut, engine.store.retired_records())
+    assert found.text == "Likes tea with lemon"

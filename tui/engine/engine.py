@@ -33,10 +33,10 @@ from .workspace import MEMORY_FILE, Workspace
 if TYPE_CHECKING:
     import numpy as np
 
-#: The note of a search done BM25-only because the embedding model was starting.
 #: Query vectors kept for a repeated search (the preview's draft, then the turn).
 QUERY_VECTORS_KEPT = 16
 
+#: The note of a search done BM25-only because the embedding model was starting.
 MODEL_STARTING = "embedding model starting (idle exit): BM25 only for now"
 
 

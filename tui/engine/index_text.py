@@ -20,6 +20,14 @@ MIN_CHUNKS_TO_PRUNE = 2000
 #: update links stem every word of their best matches on each current-state question.
 _STEMS: dict[str, str] = {}
 MAX_STEMS = 50_000
+#: Chunk counts by term kept until the next text change (the cache starts over past this).
+MAX_TERM_COUNTS = 50_000
+
+
+def _remember_stems(stems: dict[str, str]) -> None:
+    if len(_STEMS) + len(stems) >= MAX_STEMS:
+        _STEMS.clear()
+    _STEMS.update(stems)
 
 
 class FullTextReads:
@@ -95,10 +103,13 @@ class FullTextReads:
                 count = 0
         else:
             count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        if len(self._doc_shares) > 50_000:
-            self._doc_shares.clear()
-        self._doc_shares[term] = count
+        self._remember_counts({term: count})
         return count
+
+    def _remember_counts(self, counts: dict[tuple[str, ...], int]) -> None:
+        if len(self._doc_shares) + len(counts) > MAX_TERM_COUNTS:
+            self._doc_shares.clear()
+        self._doc_shares.update(counts)
 
     def doc_count(self, token: str | None = None) -> int:
         """How many chunks contain ``token`` (FTS-stemmed); with no token, how many chunks."""
@@ -117,10 +128,7 @@ class FullTextReads:
             scratch.execute("INSERT INTO s(x) VALUES (?)", (" ".join(unknown),))
             found = dict(scratch.execute("SELECT offset, term FROM si"))
             if len(found) == len(unknown):  # an alphabetic word is one token: offsets line up
-                if len(_STEMS) + len(unknown) >= MAX_STEMS:
-                    _STEMS.clear()
-                for offset, token in enumerate(unknown):
-                    _STEMS[token] = found[offset]
+                _remember_stems({token: found[at] for at, token in enumerate(unknown)})
         return {t: self._stem(t) for t in tokens}
 
     def doc_counts(self, tokens: Sequence[str]) -> dict[str, int]:
@@ -135,11 +143,9 @@ class FullTextReads:
                     unknown,
                 )
             )
-            if len(self._doc_shares) > 50_000:
-                self._doc_shares.clear()
-            for token in tokens:
-                if (token,) not in self._doc_shares:
-                    self._doc_shares[(token,)] = counts.get(stems[token], 0)
+            self._remember_counts(
+                {(t,): counts.get(stems[t], 0) for t in tokens if (t,) not in self._doc_shares}
+            )
         return {t: self.doc_count(t) for t in tokens}
 
     def _stemmer(self) -> sqlite3.Connection:
@@ -163,9 +169,7 @@ class FullTextReads:
         scratch.execute("INSERT INTO s(x) VALUES (?)", (token,))
         row = scratch.execute("SELECT term FROM sv LIMIT 1").fetchone()
         stem = row[0] if row else token
-        if len(_STEMS) >= MAX_STEMS:
-            _STEMS.clear()
-        _STEMS[token] = stem
+        _remember_stems({token: stem})
         return stem
 
     def _doc_share(self, token: str) -> float:

@@ -36,13 +36,27 @@ LINK_COSINE_MEMORY = 0.2
 #: common one ("the flat in Prenzlauer Berg" / "the flat in Ottensen", in 7 entries of 273).
 LINK_MIN_DOCS_MEMORY = 10
 
-#: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya").
+#: Words that tell of a change of state ("switched from Vim to Zed", "now report to Priya"):
+#: one-word changes, word beginnings, and phrases (each phrase holds one of ``_PHRASE_WORDS``).
+#: :func:`tells_of_change` decides on a unit's words by these parts, and runs only the phrases'
+#: pattern when one of their words is there: the whole pattern over every candidate was most
+#: of a current-state question's time.
+_CHANGE_WORDS = frozenset(
+    "switch switched switching moved moving instead sold quit stopped changed swapped "
+    "transferred ditched dropped upgraded now slipped postponed anymore".split()
+)
+_CHANGE_STARTS = ("migrat", "replac")
+_PHRASES = (
+    r"no longer|any ?more|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+"
+)
+_PHRASE_WORDS = frozenset("longer more back from off".split())
 _CHANGE = re.compile(
-    r"\b(?:switch(?:ed|ing)?|moved|moving|migrat\w*|replac\w*|instead|no longer|any ?more|"
-    r"sold|quit|stopped|changed|swapped|transferred|ditched|dropped|upgraded|now|slipped|"
-    r"postponed|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+)\b",
+    r"\b(?:"
+    + "|".join([*sorted(_CHANGE_WORDS), *(start + r"\w*" for start in _CHANGE_STARTS), _PHRASES])
+    + r")\b",
     re.IGNORECASE,
 )
+_CHANGE_PHRASE = re.compile(rf"\b(?:{_PHRASES})\b", re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 #: Rare in a memory, yet never the name of what changed ("exported everything from LastPass to
 #: 1Password" is no update of "Replaced VS Code with Helix for everything").
@@ -84,22 +98,6 @@ def rare_words(
 #: then "Switched from Vim to Zed" in a daily log): a newer log entry that tells of a change can
 #: supersede it. An entry whose metadata dates it (``at=``) takes part with that date.
 EVERGREEN = date.min
-
-
-#: :data:`_CHANGE` by its parts: the one-word changes, the word beginnings, and the phrases
-#: (each of which holds one of ``_PHRASE_WORDS``). Deciding on a unit's words first and running
-#: only the phrases' pattern, when one of their words is there, was most of a current-state
-#: question's time (the whole pattern over every candidate).
-_CHANGE_WORDS = frozenset(
-    "switch switched switching moved moving instead sold quit stopped changed swapped "
-    "transferred ditched dropped upgraded now slipped postponed anymore".split()
-)
-_CHANGE_STARTS = ("migrat", "replac")
-_PHRASE_WORDS = frozenset("longer more back from off".split())
-_CHANGE_PHRASE = re.compile(
-    r"\b(?:no longer|any ?more|not going back|from [^\s,;]+(?: [^\s,;]+)? to|off (?:the )?[^\s,;]+)\b",
-    re.IGNORECASE,
-)
 
 
 def tells_of_change(text: str, words: set[str]) -> bool:
