@@ -183,7 +183,7 @@ async def test_a_burst_of_keystrokes_is_coalesced_into_one_rebuild(engine: Memor
     async with app.run_test(size=SIZE) as pilot:
         panel = app.query_one(InjectionPanel)
         await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
-        before = panel._generation
+        before = panel._previews.latest
         draft = "where should we stay in Lisbon?"
         for end in range(1, len(draft) + 1):
             panel.preview(draft[:end])
@@ -193,7 +193,7 @@ async def test_a_burst_of_keystrokes_is_coalesced_into_one_rebuild(engine: Memor
             "the preview of the whole draft",
         )
         # at most the leading-edge rebuild of the first keystroke and one when typing paused
-        assert panel._generation - before <= 2
+        assert panel._previews.latest - before <= 2
 
 
 async def test_the_preview_explains_what_was_cut(engine: MemoryEngine) -> None:
@@ -978,6 +978,24 @@ async def test_daily_labels_are_clean_text(engine: MemoryEngine) -> None:
         await wait_until(pilot, lambda: len(daily.logs) == 4, "the new log")
         newest = daily.query_one("#daily-tree", Tree).root.children[0].children[0]
         assert [str(n.label) for n in newest.children] == ["09:30 · trip · 8 messages  L3"]
+
+
+async def test_a_listing_that_answers_late_does_not_undo_a_newer_one(engine: MemoryEngine) -> None:
+    # Textual cancels an exclusive thread worker without stopping it: the listing started at
+    # mount can post its answer after the reload's. Posted in that order here, deliberately.
+    app = PanelHost(lambda: DailyTree(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        daily = app.query_one(DailyTree)
+        await wait_until(pilot, lambda: len(daily.logs) == 3, "the first listing")
+        stale = daily.Loaded(daily._listings.latest, list(daily.logs))
+        engine.store.append_daily("## 09:30 · trip\n\n- ok\n", NOW)
+        daily.reload()
+        await wait_until(pilot, lambda: len(daily.logs) == 4, "the new log")
+        daily.post_message(stale)
+        daily.post_message(daily.Loaded(daily._listings.latest, list(daily.logs)))
+        daily.post_message(stale)
+        await pilot.pause(0.1)
+        assert len(daily.logs) == 4
 
 
 def test_search_text_cell_says_dash_without_a_text_match() -> None:

@@ -12,10 +12,10 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import Markdown, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_source
 from tui.engine.engine import MemoryEngine
@@ -144,21 +144,15 @@ class DailyTree(EnginePanel):
     """
 
     @dataclass
-    class Loaded(Message, bubble=False):
+    class Loaded(Answer):
         """Every daily log with its entries, newest first."""
 
         logs: list[DailyLogOutline]
 
-        def can_replace(self, message: Message) -> bool:
-            """A fresher listing makes a pending one pointless."""
-            return isinstance(message, type(self))
-
     @dataclass
-    class ViewLoaded(Message, bubble=False):
-        """The text of the log ``path`` (shown whole, or the entry ``key``), read by a worker
-        for the view request ``generation``."""
+    class ViewLoaded(Answer):
+        """The text of the log ``path`` (shown whole, or the entry ``key``), read by a worker."""
 
-        generation: int
         path: str
         key: str
         text: str
@@ -202,11 +196,12 @@ New entries appear as flushes write them.
         self.logs: list[DailyLogOutline] = []
         self._by_month: dict[str, list[DailyLogOutline]] = {}
         self._shown: tuple[str, str] | None = None  # (log path, entry key or "") on display
-        self._view_generation = 0  # the latest read of the shown log; older ones are dropped
         #: Outlines by path with the (size, mtime) they were parsed at (the worker's cache).
         self._outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
         #: An entry asked for (:meth:`show_entry`) before the logs were listed.
         self._entry_after_load: tuple[str, int] | None = None
+        self._listings = Requests()  # of the daily logs
+        self._views = Requests()  # of the shown log
 
     def compose(self) -> ComposeResult:
         tree: Tree[_NodeRef] = Tree("memory/", id="daily-tree")
@@ -221,7 +216,7 @@ New entries appear as flushes write them.
 
     def reload(self) -> None:
         """Re-list the daily logs (in a worker) and rebuild the tree."""
-        self._load_logs()
+        self._load_logs(self._listings.new())
 
     def index_changed(self, paths: list[str]) -> None:
         """Reload when a daily log changed (an empty list means anything may have)."""
@@ -254,7 +249,7 @@ New entries appear as flushes write them.
         self._show_selected()
 
     @work(thread=True, exclusive=True, group="daily-logs", exit_on_error=False)
-    def _load_logs(self) -> None:
+    def _load_logs(self, number: int) -> None:
         cached = self._outlines
         outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
         for rel, path in self.engine.workspace.iter_memory_files():
@@ -277,11 +272,13 @@ New entries appear as flushes write them.
         self._outlines = outlines
         logs = [outline for _, outline in outlines.values()]
         logs.sort(key=lambda log: (log.day or date.min, log.path), reverse=True)
-        self.post_message(self.Loaded(logs))
+        self.post_message(self.Loaded(number, logs))
 
     @on(Loaded)
     @while_attached
     def _rebuild(self, message: Loaded) -> None:
+        if not self._listings.is_latest(message):
+            return
         first_load = not self.logs
         known = {log.path for log in self.logs}
         self.logs = message.logs
@@ -360,24 +357,23 @@ New entries appear as flushes write them.
             title.update("no daily logs yet" if not self.logs else "select a date or an entry")
             self.query_one("#daily-view", Markdown).update("")
             return
-        self._view_generation += 1
-        self._read_log(self._view_generation, *shown)
+        self._read_log(self._views.new(), *shown)
 
     # Not exclusive (a read is short, and cancelling it would not stop the thread): the
-    # generation keeps only the latest read.
+    # request number keeps only the latest read.
     @work(thread=True, group="daily-view", exit_on_error=False)
-    def _read_log(self, generation: int, path: str, key: str) -> None:
+    def _read_log(self, number: int, path: str, key: str) -> None:
         full = self.engine.workspace.root / path
         try:
             text = full.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             text = f"*could not read {path}: {exc.strerror or exc}*"
-        self.post_message(self.ViewLoaded(generation, path, key, text))
+        self.post_message(self.ViewLoaded(number, path, key, text))
 
     @on(ViewLoaded)
     @while_attached
     def _view_loaded(self, message: ViewLoaded) -> None:
-        if message.generation != self._view_generation:
+        if not self._views.is_latest(message):
             return  # another node was selected, or the log re-read, meanwhile
         title = self.query_one("#daily-title", Static)
         view = self.query_one("#daily-view", Markdown)

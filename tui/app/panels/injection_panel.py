@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, describe_breakdown, format_score
 from tui.app.widgets.memory_list import MemoryList
@@ -107,11 +108,10 @@ class InjectionPanel(EnginePanel):
     """
 
     @dataclass
-    class Ready(Message, bubble=False):
-        """The injection block for ``draft`` (preview ``generation``)."""
+    class Ready(Answer):
+        """The injection block for ``draft``."""
 
         draft: str
-        generation: int
         injection: Injection
 
     @dataclass
@@ -180,7 +180,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self.debounce = debounce
         self.draft = ""
         self.injection: Injection | None = None
-        self._generation = 0
+        self._previews = Requests()
         self._debounce_timer: Timer | None = None
         self._last_start = float("-inf")
         #: The past turn shown instead of the live preview (ctrl+o), until the draft changes.
@@ -229,22 +229,21 @@ updated as you type (long-term memory first, then relevant memories found for yo
             self._debounce_timer.stop()
             self._debounce_timer = None
         self._last_start = time.monotonic()
-        self._generation += 1
-        self._build_injection(self.draft, self._generation)
+        self._build_injection(self._previews.new(), self.draft)
 
     @work(thread=True, exclusive=True, group="injection-preview", exit_on_error=False)
-    def _build_injection(self, draft: str, generation: int) -> None:
+    def _build_injection(self, number: int, draft: str) -> None:
         # after the embedding helper's idle exit, preview BM25-only while it starts again
         injection = self.engine.inject(
             draft, budget=self.budget, now=self.now, wait_for_model=False
         )
         if not get_current_worker().is_cancelled:
-            self.post_message(self.Ready(draft, generation, injection))
+            self.post_message(self.Ready(number, draft, injection))
 
     @on(Ready)
     @while_attached
     def _show_injection(self, message: Ready) -> None:
-        if message.generation != self._generation:
+        if not self._previews.is_latest(message):
             return  # a newer draft is on its way
         self.injection = message.injection
         if MODEL_STARTING in message.injection.report.notes:

@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
+from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel
 from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
@@ -96,7 +97,7 @@ class MemoryEditor(EnginePanel):
     """
 
     @dataclass
-    class FileRead(Message, bubble=False):
+    class FileRead(Answer):
         """MEMORY.md as read from disk; ``reason`` is why it was read (load, disk-change, ...)."""
 
         state: MemoryFileState
@@ -168,6 +169,7 @@ entry's confidence and history.
         self._asking = False
         self._saving = False
         self._recheck_after_save = False
+        self._reads = Requests()  # of MEMORY.md from disk
         self._status = ("loading…", False)
         self._was_dirty = False
         self._after_save: list[Callable[[bool], None]] = []
@@ -184,7 +186,7 @@ entry's confidence and history.
         )
 
     def on_mount(self) -> None:
-        self._read_file("load")
+        self._read_file(self._reads.new(), "load")
 
     @property
     def text_area(self) -> TextArea:
@@ -207,7 +209,7 @@ entry's confidence and history.
 
     def file_changed_on_disk(self) -> None:
         """MEMORY.md may have changed outside the editor: re-read it and follow or ask."""
-        self._read_file("disk-change")
+        self._read_file(self._reads.new(), "disk-change")
 
     def index_changed(self, paths: list[str]) -> None:
         """Check the file again when MEMORY.md is among the changed paths (or anything may be)."""
@@ -244,8 +246,8 @@ entry's confidence and history.
     # -- workers --
 
     @work(thread=True, exclusive=True, group="memory-read", exit_on_error=False)
-    def _read_file(self, reason: str) -> None:
-        self.post_message(self.FileRead(self.engine.store.read_memory(), reason))
+    def _read_file(self, number: int, reason: str) -> None:
+        self.post_message(self.FileRead(number, self.engine.store.read_memory(), reason))
 
     @work(thread=True, exclusive=True, group="memory-save", exit_on_error=False)
     def _save(self, text: str, expected_hash: str) -> None:
@@ -275,6 +277,8 @@ entry's confidence and history.
     @on(FileRead)
     @while_attached
     def _file_read(self, message: FileRead) -> None:
+        if not self._reads.is_latest(message):
+            return  # a newer read of the file is on its way
         disk = message.state
         if self._saving:
             # Our own write may be what changed the file: decide once the save has finished.

@@ -12,12 +12,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
 from tui.app.external_editor import open_entry_in_editor
+from tui.app.latest import Answer, Requests
 from tui.app.messages import OpenEntry, while_attached
 from tui.app.panels.base import (
     EnginePanel,
@@ -159,15 +159,14 @@ class SearchPanel(EnginePanel):
     """
 
     @dataclass
-    class ResultsReady(Message, bubble=False):
-        """Search results for the query of search ``generation``."""
+    class ResultsReady(Answer):
+        """Search results for the query of search request ``number``."""
 
-        generation: int
         response: SearchResponse
         model_loaded: bool
 
     @dataclass
-    class ContextReady(Message, bubble=False):
+    class ContextReady(Answer):
         """A result's file lines around its chunk (``lines`` start at ``first_line``)."""
 
         location: str
@@ -270,7 +269,8 @@ How the score is computed:
         #: The query in the box was typed by the user (not put there by the app): the app
         #: leaves it alone (see :meth:`follow_conversation`).
         self.query_typed = False
-        self._generation = 0
+        self._searches = Requests()
+        self._context_reads = Requests()
         self._debounce: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -307,8 +307,7 @@ How the score is computed:
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
-        self._generation += 1
-        self._search(self.query_text, self._generation)
+        self._search(self.query_text, self._searches.new())
 
     def index_changed(self, paths: list[str]) -> None:
         """Memory changed: re-run the current query so scores and lines follow."""
@@ -330,15 +329,15 @@ How the score is computed:
         self.run_search()
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def _search(self, query: str, generation: int) -> None:
+    def _search(self, query: str, number: int) -> None:
         response = self.engine.search(query, now=self.now)
         if not get_current_worker().is_cancelled:
-            self.post_message(self.ResultsReady(generation, response, self.engine.model_loaded))
+            self.post_message(self.ResultsReady(number, response, self.engine.model_loaded))
 
     @on(ResultsReady)
     @while_attached
     def _show_results(self, message: ResultsReady) -> None:
-        if message.generation != self._generation:
+        if not self._searches.is_latest(message):
             return
         self.response = message.response
         mode = self.query_one("#search-mode", Static)
@@ -402,17 +401,19 @@ How the score is computed:
             hint += " · ← → more columns"  # the table has no scrollbar to say so
         title.append(hint, style="dim italic")
         self.query_one("#search-context-title", Static).update(title)
-        self._read_context(result)
+        self._read_context(self._context_reads.new(), result)
 
     @work(thread=True, exclusive=True, group="search-context", exit_on_error=False)
-    def _read_context(self, result: SearchResult) -> None:
+    def _read_context(self, number: int, result: SearchResult) -> None:
         location = format_source(result.path, result.start_line, result.end_line)
         try:
             path = self.engine.workspace.resolve_memory_path(result.path)
             all_lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except (OSError, WorkspaceError) as exc:
             self.post_message(
-                self.ContextReady(location, 0, [], result.start_line, result.end_line, str(exc))
+                self.ContextReady(
+                    number, location, 0, [], result.start_line, result.end_line, str(exc)
+                )
             )
             return
         first = max(1, result.start_line - CONTEXT_LINES)
@@ -421,6 +422,7 @@ How the score is computed:
             query = self.response.query if self.response is not None else ""
             self.post_message(
                 self.ContextReady(
+                    number,
                     location,
                     first,
                     all_lines[first - 1 : last],
@@ -433,6 +435,8 @@ How the score is computed:
     @on(ContextReady)
     @while_attached
     def _context_ready(self, message: ContextReady) -> None:
+        if not self._context_reads.is_latest(message):
+            return
         context = self.query_one("#search-context", Static)
         if message.error:
             context.update(Text(message.error, style="red"))

@@ -12,9 +12,9 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import Static
 
+from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel
 from tui.engine import usage
@@ -72,14 +72,10 @@ class StatsPanel(EnginePanel):
     """
 
     @dataclass
-    class Loaded(Message, bubble=False):
+    class Loaded(Answer):
         """``engine.stats()`` as read by a worker."""
 
         stats: dict[str, object] = field(default_factory=dict)
-
-        def can_replace(self, message: Message) -> bool:
-            """Fresher counts make pending ones pointless."""
-            return isinstance(message, type(self))
 
     HELP = """\
 ## Stats
@@ -133,6 +129,7 @@ last written and what happened. The log below records trigger and index events a
         super().__init__(engine, name=name, id=id, classes=classes)
         self.clock = clock
         self.stats: dict[str, object] = {}
+        self._loads = Requests()
         self.model_state: str | None = None
         #: Indexing in progress (``embedding 120/400 units``), else empty.
         self.progress = ""
@@ -155,7 +152,7 @@ last written and what happened. The log below records trigger and index events a
 
     def refresh_stats(self) -> None:
         """Re-read the index counts (in a worker)."""
-        self._load_stats()
+        self._load_stats(self._loads.new())
 
     def index_changed(self, paths: list[str]) -> None:
         """The index changed: re-read its counts."""
@@ -198,16 +195,18 @@ last written and what happened. The log below records trigger and index events a
             log.call_after_refresh(log.scroll_end, animate=False)
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
-    def _load_stats(self) -> None:
+    def _load_stats(self, number: int) -> None:
         stats = self.engine.stats()
         report = usage.summary(self.engine.workspace.root)
         stats["usage_today"] = report["today"]["total"]
         stats["usage_skipped"] = report["skipped"]
-        self.post_message(self.Loaded(stats))
+        self.post_message(self.Loaded(number, stats))
 
     @on(Loaded)
     @while_attached
     def _stats_loaded(self, message: Loaded) -> None:
+        if not self._loads.is_latest(message):
+            return
         self.stats = message.stats
         self._render_summary()
 

@@ -14,6 +14,7 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.chat.sessions import SessionInfo, SessionStore
 
@@ -42,7 +43,7 @@ class SessionList(Vertical):
     """
 
     @dataclass
-    class Loaded(Message):
+    class Loaded(Answer, bubble=True):
         """The sessions as read by the list's worker, most recent first (bubbles: the screen
         takes the open session's title from it)."""
 
@@ -126,6 +127,7 @@ Your conversations, most recent first. The one marked ● is open.
         super().__init__(id=id)
         self.sessions = sessions
         self.infos: list[SessionInfo] = []
+        self._loads = Requests()
 
     def compose(self) -> ComposeResult:
         yield Static("Sessions", id="sessions-title")
@@ -140,19 +142,22 @@ Your conversations, most recent first. The one marked ● is open.
 
     def reload(self) -> None:
         """Re-read the sessions (in a worker)."""
-        self._load()
+        self._load(self._loads.new())
 
     def watch_active_id(self) -> None:
         if self.is_mounted:
             self._render_options()
 
     @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
-    def _load(self) -> None:
-        self.post_message(self.Loaded(self.sessions.list()))
+    def _load(self, number: int) -> None:
+        self.post_message(self.Loaded(number, self.sessions.list()))
 
     @on(Loaded)
     @while_attached
     def _loaded(self, message: Loaded) -> None:
+        if not self._loads.is_latest(message):
+            message.stop()  # the screen must not take a title from a stale listing
+            return
         self.infos = message.sessions
         self._render_options()
 
