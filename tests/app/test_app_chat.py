@@ -186,13 +186,20 @@ def chat_log_lines(app: MemdeckApp) -> list[list[Segment]]:
 
 async def fold_all(pilot: Pilot) -> None:
     """Run the chat's fold passes until two in a row change nothing (a part is folded at the
-    pass after the one that saw it finished; each pass has a time budget)."""
+    pass after the one that saw it finished; each pass has a time budget). A pass while a part
+    just unfolded is not laid out yet does not count: it cannot fold what has no size."""
     app = pilot.app
     assert isinstance(app, MemdeckApp)
+    pane = app.main_screen.chat_pane
+
+    def laid_out() -> bool:
+        return all(part.region for message in pane.messages for part in message.text_parts())
+
     idle = 0
-    for _ in range(40):
+    for _ in range(400):
         await pilot.pause()
-        idle = 0 if await app.main_screen.chat_pane.fold_finished_text() else idle + 1
+        changed = await pane.fold_finished_text()
+        idle = 0 if changed or not laid_out() else idle + 1
         if idle == 2:
             return
     raise AssertionError("the fold passes never settled")
