@@ -23,7 +23,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static, Tree
+from textual.widgets import DataTable, Input, Markdown, Static, Tree
 
 from tui.app.messages import MemoryChanged
 from tui.app.panels import (
@@ -996,6 +996,27 @@ async def test_a_listing_that_answers_late_does_not_undo_a_newer_one(engine: Mem
         daily.post_message(stale)
         await pilot.pause(0.1)
         assert len(daily.logs) == 4
+
+
+async def test_a_hidden_daily_panel_renders_the_changed_log_when_shown(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: DailyTree(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        daily = app.query_one(DailyTree)
+        view = daily.query_one("#daily-view", Markdown)
+        await wait_until(pilot, lambda: bool(view.source), "the newest log shown")
+        assert daily._shown is not None
+        shown = engine.workspace.root / daily._shown[0]
+        daily.display = False  # another tab in front
+        await pilot.pause()
+        with shown.open("a", encoding="utf-8") as log:
+            log.write("\n## 23:00 · late\n\n- the zeppelin leaves at dawn\n")
+        daily.reload()
+        await wait_until(pilot, lambda: daily._view_when_shown is not None, "the read held")
+        assert "zeppelin" not in view.source  # nothing mounted while hidden
+        daily.display = True
+        await wait_until(pilot, lambda: "zeppelin" in view.source, "the log shown")
 
 
 def test_search_text_cell_says_dash_without_a_text_match() -> None:

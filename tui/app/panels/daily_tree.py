@@ -202,6 +202,8 @@ New entries appear as flushes write them.
         self._entry_after_load: tuple[str, int] | None = None
         self._listings = Requests()  # of the daily logs
         self._views = Requests()  # of the shown log
+        #: The latest read of the shown log, held while the panel is hidden.
+        self._view_when_shown: DailyTree.ViewLoaded | None = None
 
     def compose(self) -> ComposeResult:
         tree: Tree[_NodeRef] = Tree("memory/", id="daily-tree")
@@ -375,6 +377,21 @@ New entries appear as flushes write them.
     def _view_loaded(self, message: ViewLoaded) -> None:
         if not self._views.is_latest(message):
             return  # another node was selected, or the log re-read, meanwhile
+        if not self.region:
+            # Hidden (another tab in front): a long log is hundreds of block widgets, and
+            # mounting them stalled the chat just after a flush. Shown when the tab is.
+            self._view_when_shown = message
+            return
+        self._view_when_shown = None
+        self._show_view(message)
+
+    def on_show(self) -> None:
+        waiting = self._view_when_shown
+        if waiting is not None and self._views.is_latest(waiting):
+            self._view_loaded(waiting)
+
+    def _show_view(self, message: ViewLoaded) -> None:
+        """Put the log or entry read by ``message`` in the view."""
         title = self.query_one("#daily-title", Static)
         view = self.query_one("#daily-view", Markdown)
         log = next((log for log in self.logs if log.path == message.path), None)
