@@ -32,7 +32,8 @@ What is measured, exactly:
   ``--rates`` tokens/s, each into a new session. Timed: sending to the first piece received
   by the app; first to last piece received (beside the server's own pacing: a UI that
   renders too slowly starves the event loop that reads the stream, so this is where "falling
-  behind" shows); last piece to the Markdown widgets holding the whole text; the largest
+  behind" shows); last piece to the whole text on screen (the widgets hold it and the screen
+  has been painted once since; later folding of finished text is not counted); the largest
   backlog between what arrived and what the widgets had; the worst event-loop stall (a 10 ms
   ticker), and the full garbage collections that ran meanwhile (the app defers them to quiet
   moments: ``tui/app/gc_pacer.py``). The rendered text counts folded parts (``FoldedText``).
@@ -341,6 +342,14 @@ async def _wait(condition, timeout: float = 30.0) -> None:  # noqa: ANN001
         await asyncio.sleep(0.001)
 
 
+async def painted(app) -> None:  # noqa: ANN001
+    """Return once the screen has been refreshed (laid out and painted) after this call."""
+    done = asyncio.get_running_loop().create_future()
+    app.screen.call_after_refresh(lambda: done.done() or done.set_result(None))
+    app.screen.refresh()
+    await done
+
+
 def stream_pieces(tokens: int) -> list[str]:
     """``tokens`` pieces of Markdown: paragraphs, a list, a code block, repeated."""
     rng = random.Random(tokens)
@@ -572,7 +581,7 @@ async def stream_once(  # noqa: ANN201
         return main.chat_pane.turns_finished > finished and shown(messages[-1]) == full
 
     await _wait(rendered, 120)
-    await pilot.pause()
+    await painted(app)
     t_done = time.perf_counter()
     if until is not None:
         await _wait(until, 600)
@@ -725,6 +734,9 @@ async def bench_in_app(
             await _wait(
                 lambda: not any(w.group == "llm-sdk" and w.is_running for w in main.workers), 60
             )
+            # Once ready, the app collects and freezes its start-up objects (one full GC, about
+            # 40 ms, within a second): a start-up cost too, not one of the first answer.
+            await _wait(lambda: app.gc_pacer.active, 30)
             if "preview" in parts:
                 await bench_preview(app, pilot, engine, panel, keys)
             if "stream" in parts:

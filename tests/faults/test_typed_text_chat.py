@@ -14,6 +14,7 @@ from support.fakeopenai import FakeOpenAI
 from support.pilot import app_ready, small_app, wait_until
 from textual import events
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from tui.app.app import MemdeckApp
 from tui.chat.chat import ChatEngine
@@ -122,6 +123,32 @@ async def test_a_turn_cancelled_mid_answer_keeps_the_partial_answer(
     answers = [m for m in engine.sessions.load(session).messages if m.role == "assistant"]
     assert len(answers) == 1 and answers[0].content.startswith("The answer starts here")
     assert answers[0].incomplete
+
+
+async def test_escape_in_the_message_box_stops_the_answer_and_keeps_what_streamed(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.enqueue(FakeOpenAI.text(PIECES, chunk_delay=0.2))
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await app_ready(pilot)
+        pane = app.main_screen.chat_pane
+        pane.chat_input.focus()
+        await pilot.press(*"tell me a long story", "enter")
+        await wait_until(
+            pilot, lambda: "starts here" in "".join(m.text for m in pane.messages), "the stream"
+        )
+        status = pane.query_one("#chat-status", Static)
+        assert "Escape stops" in str(status.content)  # how to stop is said where the user looks
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not pane.busy, "the turn to stop")
+        shown = pane.messages[-1]
+        assert shown.text.startswith("The answer starts here") and len(shown.text) < len(
+            "".join(PIECES)
+        )
+        assert "(stopped)" in "".join(
+            str(getattr(part, "content", "")) for part in shown.walk_children()
+        )
 
 
 async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(

@@ -189,6 +189,9 @@ memory tools (shown inline; **Enter** on one expands it).
             "Stop",
             id="chat_pane.stop",
             tooltip="Stop the answer that is streaming",
+            # The status line says "Escape stops" while answering. In the footer the key would
+            # come and go with each turn, and each time Textual rebuilds the whole footer.
+            show=False,
         ),
     ]
 
@@ -434,8 +437,7 @@ memory tools (shown inline; **Enter** on one expands it).
         return True
 
     def watch_busy(self) -> None:
-        self._show_status()
-        self.refresh_bindings()
+        self._show_status()  # Escape works while busy: check_action is asked at each key
 
     def _show_status(self) -> None:
         statuses = self.query("#chat-status").results(Static)
