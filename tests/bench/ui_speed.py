@@ -716,7 +716,8 @@ async def bench_in_app(
             env={"OPENAI_BASE_URL": server.base_url, "MEMDECK_MODEL": "fake-model"},
             overrides={"max_retries": 0},
         )
-        engine = ChatEngine.open(config, workspace=workspace)
+        # as the app opens it (tui/app/main.py): the local model in its helper process
+        engine = ChatEngine.open(config, workspace=workspace, resident=True)
         app = MemdeckApp(engine, config_file=CACHE / "no-config.toml", watch="index" in parts)
         async with app.run_test(size=SIZE) as pilot:
             main = app.main_screen

@@ -70,6 +70,14 @@ def test_helper_vectors_are_bit_identical_to_in_process(helper, embedder):
     assert helper.helper_rss_mb() is not None
 
 
+def test_the_helper_yields_the_cpu_to_the_app(helper):
+    # a reindex in the helper must not starve the UI of the cores (tests/bench/ui_speed.py)
+    helper.embed_query("warm up")
+    assert helper.helper_pid is not None
+    app_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, helper.helper_pid) == min(19, app_nice + 10)
+
+
 def test_helper_exits_when_idle_and_restarts_on_demand(embedder):
     helper = HelperEmbedder(idle_exit=0.3)
     try:
