@@ -307,9 +307,15 @@ async def test_a_long_answer_that_arrives_at_once_ends_in_view(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         answer = "".join(f"- item {n} of a long list\n" for n in range(120))
-        server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
+        reply = FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)])
+        # for this turn only: a flush the app starts meanwhile must not take the answer
+        server.responder = lambda body: (
+            reply if body["messages"][-1].get("content") == "list everything" else None
+        )
         await send(pilot, "list everything")  # faster than the writes are laid out
-        log = app.main_screen.chat_pane.log_view
+        pane = app.main_screen.chat_pane
+        assert pane.messages[-1].text == answer
+        log = pane.log_view
         await wait_until(pilot, lambda: log.max_scroll_y > 0, "the answer laid out")
         await pilot.pause()
         assert log.is_anchored and log.scroll_y == log.max_scroll_y
