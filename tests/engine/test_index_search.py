@@ -393,3 +393,22 @@ def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(tmp_path, emb
         assert "SLA" in hit.text and hit.breakdown.text == pytest.approx(1.0)
     finally:
         eng.close()
+
+
+def test_a_big_index_leaves_a_query_of_common_words_to_the_vectors(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+):
+    import tui.engine.index_text as index_text
+
+    # "a big index": the floors lowered to this workspace's few chunks, every word common
+    monkeypatch.setattr(index_text, "MIN_CHUNKS_TO_PRUNE", 1)
+    monkeypatch.setattr(index_text, "SKIP_COMMON_FROM_CHUNKS", 1)
+    monkeypatch.setattr("tui.engine.textsearch.COMMON_TERM_SHARE", 0.0)
+    index = engine.index
+    assert index.fts_candidates("trip Lisbon", 5)  # BM25 alone keeps its rarest words
+    assert index.fts_candidates("trip Lisbon", 5, vectors_ran=True) == []
+    assert index.fts_candidates("Lisbon", 5, vectors_ran=True)  # a lone word stays a lookup
+    response = engine.search("trip Lisbon", now=NOW, min_score=0.0)
+    assert response.mode == "hybrid" and "Lisbon" in response.results[0].text
+    monkeypatch.setattr(index_text, "SKIP_COMMON_FROM_CHUNKS", 10_000)  # a small index
+    assert index.fts_candidates("trip Lisbon", 5, vectors_ran=True)

@@ -53,3 +53,15 @@ def test_very_common_words_are_pruned_from_match_but_never_all():
     shares.update({"went": 0.6, "home": 0.2})
     assert build_match_query("people said went home", lambda t: share(t, 0.0)) == '"home" OR "said"'
     assert build_match_query("people file.py", lambda t: share(t, 0.0)) == '"file py"'
+
+
+def test_a_big_index_leaves_a_query_of_common_words_to_the_vectors():
+    shares = {"people": 0.4, "said": 0.3, "adoption": 0.001}
+
+    def share(token: str) -> float:
+        return shares.get(token, 0.0)
+
+    assert build_match_query("people said", share, skip_common=True) is None
+    # a specific term keeps the full-text side, as does a lone word the user typed
+    assert build_match_query("people said adoption", share, skip_common=True) == '"adoption"'
+    assert build_match_query("people", share, skip_common=True) == '"people"'

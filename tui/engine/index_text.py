@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlean as sqlite3
 
 from .index_db import FTS_TOKENIZER
-from .textsearch import build_match_query, query_terms
+from .textsearch import SKIP_COMMON_FROM_CHUNKS, build_match_query, query_terms
 
 #: Below this many chunks every query term is searched, however common.
 MIN_CHUNKS_TO_PRUNE = 2000
@@ -45,14 +45,21 @@ class FullTextReads:
         raise NotImplementedError
 
     def fts_candidates(
-        self, query: str, limit: int | None, *, also: Sequence[int] = ()
+        self,
+        query: str,
+        limit: int | None,
+        *,
+        also: Sequence[int] = (),
+        vectors_ran: bool = False,
     ) -> list[tuple[int, float]]:
         """``(chunk id, bm25 rank)`` of the best full-text matches (rank: negative, lower is better).
 
         ``also`` names chunks (vector candidates) whose rank is wanted too if they match at all:
         they come back in the same FTS evaluation, which costs as much as the query itself.
+        ``vectors_ran``: the vector side ran for this query (see :func:`build_match_query`).
         """
-        match = build_match_query(query, self._doc_share)
+        skip_common = vectors_ran and self._term_docs(()) >= SKIP_COMMON_FROM_CHUNKS
+        match = build_match_query(query, self._doc_share, skip_common=skip_common)
         if match is None:
             return []
         order = "rank"

@@ -352,7 +352,11 @@ def _candidates(
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
     text_hits = (
-        dict(index.fts_candidates(text_query, text_limit, also=also))
+        dict(
+            index.fts_candidates(
+                text_query, text_limit, also=also, vectors_ran=query_vector is not None
+            )
+        )
         if has_content_terms(text_query) or intent.window is None
         else {}
     )

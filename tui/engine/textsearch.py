@@ -31,6 +31,11 @@ STOP_WORDS = frozenset(
 MAX_QUERY_TERMS = 24
 #: A word in more than this share of chunks is too common to be worth an FTS lookup.
 COMMON_TERM_SHARE = 0.05
+#: From this many chunks on, a query of common words only is left to the vectors (when they
+#: ran): its few terms' doclists hold thousands of chunks each, and ranking them all by bm25
+#: was the slowest search at 100k (tests/bench/search.py: p95 85 ms, up to 120 ms), for terms
+#: bm25 weighs little. Below it, nothing changes (LoCoMo's 700-entry workspaces included).
+SKIP_COMMON_FROM_CHUNKS = 40_000
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -89,19 +94,25 @@ def _parse_query(query: str) -> tuple[tuple[str, ...], ...]:
     return tuple((content or unique)[:MAX_QUERY_TERMS])
 
 
-def build_match_query(query: str, doc_share: Callable[[str], float] | None = None) -> str | None:
+def build_match_query(
+    query: str, doc_share: Callable[[str], float] | None = None, *, skip_common: bool = False
+) -> str | None:
     """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when nothing is searchable.
 
     With ``doc_share`` (the share of chunks containing a token), single-word terms found in more
     than ``COMMON_TERM_SHARE`` of chunks are left out (all but the rarest two when no other term
     remains): bm25
     gives them almost no weight, but FTS5 still walks their huge posting lists
-    (tests/bench/search.py: 20 ms -> 5 ms per query at 100k chunks).
+    (tests/bench/search.py: 20 ms -> 5 ms per query at 100k chunks). With ``skip_common`` (a
+    big index, and the vector side ran), a query of several common words only gets no full-text
+    search at all.
     """
     terms = query_terms(query)
     if doc_share is not None and len(terms) > 1:
         shares = {t: (0.0 if len(t) > 1 else doc_share(t[0])) for t in terms}
         specific = [t for t in terms if shares[t] <= COMMON_TERM_SHARE]
+        if not specific and skip_common:
+            return None
         # A query of common words only keeps its rarest two: they rank almost as well, at a fraction of the cost.
         terms = specific or sorted(terms, key=shares.__getitem__)[:2]
     if not terms:
