@@ -10,7 +10,7 @@ import numpy as np
 
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
-from tui.engine.search_links import _CHANGE, own_words, tells_of_change
+from tui.engine.search_links import _CHANGE, _WORDS, own_words, tells_of_change
 
 CHANGES = [
     "Switched from Vim to Zed",
@@ -38,6 +38,15 @@ CHANGES = [
     "from here",
     "",
 ]
+
+
+def test_own_words_agrees_with_its_definition() -> None:
+    rng = random.Random(5)
+    vocabulary = [*" ".join(CHANGES).split(), "İstanbul", "STRASSE", "Straße", "snake_case", "ǅx"]
+    texts = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 12))) for _ in range(500)]
+    for text in texts:
+        assert own_words(text) == {w.lower() for w in _WORDS.findall(text)}, text
+        assert own_words(text) is own_words(text)  # kept, not split again
 
 
 def test_tells_of_change_agrees_with_the_pattern() -> None:

@@ -6,7 +6,9 @@ other way round. See :func:`update_links`."""
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from datetime import date
+from functools import lru_cache
 
 from .index import ChunkRow, MemoryIndex
 from .textsearch import query_terms
@@ -58,6 +60,8 @@ _CHANGE = re.compile(
 )
 _CHANGE_PHRASE = re.compile(rf"\b(?:{_PHRASES})\b", re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+#: Units whose words :func:`own_words` keeps (a few MB at most).
+OWN_WORDS_CACHE = 2048
 #: Rare in a memory, yet never the name of what changed ("exported everything from LastPass to
 #: 1Password" is no update of "Replaced VS Code with Helix for everything").
 _PRONOUNS = frozenset(
@@ -100,7 +104,7 @@ def rare_words(
 EVERGREEN = date.min
 
 
-def tells_of_change(text: str, words: set[str]) -> bool:
+def tells_of_change(text: str, words: Set[str]) -> bool:
     """Whether ``text`` (whose :func:`own_words` are ``words``) tells of a change of state:
     what ``_CHANGE.search(text)`` says, sooner."""
     if "_" in text:  # "now_playing" is one word to the pattern, two to own_words
@@ -113,9 +117,22 @@ def tells_of_change(text: str, words: set[str]) -> bool:
     return not words.isdisjoint(_PHRASE_WORDS) and _CHANGE_PHRASE.search(text) is not None
 
 
-def own_words(text: str) -> set[str]:
-    """The lower-cased words of ``text`` (a unit's own text, not the context it is indexed with)."""
-    return {w.lower() for w in _WORDS.findall(text)}
+@lru_cache(maxsize=OWN_WORDS_CACHE)
+def unit_tells_of_change(text: str) -> bool:
+    """:func:`tells_of_change` of a unit's own text, kept like :func:`own_words`."""
+    return tells_of_change(text, own_words(text))
+
+
+@lru_cache(maxsize=OWN_WORDS_CACHE)
+def own_words(text: str) -> frozenset[str]:
+    """The lower-cased words of ``text`` (a unit's own text, not the context it is indexed with).
+
+    Cached: the same candidates come back query after query (and keystroke after keystroke),
+    and splitting ~150 of them was most of a current-state question's update links at 10k.
+    """
+    if text.isascii():  # lower-casing first cannot move a word's edges
+        return frozenset(_WORDS.findall(text.lower()))
+    return frozenset(w.lower() for w in _WORDS.findall(text))
 
 
 def date_by(row: ChunkRow, now: date) -> date | None:
@@ -153,7 +170,6 @@ def update_links(
     query_stems = {index.stem(t[0]) for t in query_terms(query) if len(t) == 1}
     linked: dict[int, float] = {}
     superseded: dict[int, set[int]] = {}
-    words_of: dict[int, set[str]] = {}  # an entry's own words, read once for all seeds
     for seed in seeds:
         row = rows[seed]
         row_date = date_by(row, now)
@@ -177,17 +193,15 @@ def update_links(
                 continue
             if (other_date > row_date) != (direction == "newer"):
                 continue
-            # Its own words, not its context: a unit's index text includes the entry before it.
-            if chunk_id not in words_of:
-                words_of[chunk_id] = own_words(other.text)
-            if direction == "newer" and not tells_of_change(other.text, words_of[chunk_id]):
+            if direction == "newer" and not unit_tells_of_change(other.text):
                 continue
             cosine = (
                 float(vectors[seed] @ vectors[chunk_id])
                 if seed in vectors and chunk_id in vectors
                 else 0.0
             )
-            shares_word = bool(rare & words_of[chunk_id])
+            # Its own words, not its context: a unit's index text includes the entry before it.
+            shares_word = bool(rare & own_words(other.text))
             similar = (
                 direction == "newer"
                 and cosine >= LINK_STRONG
