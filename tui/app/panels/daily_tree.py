@@ -12,6 +12,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.timer import Timer
 from textual.widgets import Markdown, Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -22,6 +23,8 @@ from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
 from tui.engine.workspace import MEMORY_DIR, date_for_path
 
+#: Seconds between two looks whether a hidden panel holding a re-read log is shown again.
+HIDDEN_CHECK_S = 0.5
 #: The month of logs without a date in their name.
 UNDATED = "undated"
 #: Lines of a log (or an entry) the view renders at most.
@@ -204,6 +207,7 @@ New entries appear as flushes write them.
         self._views = Requests()  # of the shown log
         #: The latest read of the shown log, held while the panel is hidden.
         self._view_when_shown: DailyTree.ViewLoaded | None = None
+        self._shown_check: Timer | None = None  # looks whether the panel is shown again
 
     def compose(self) -> ComposeResult:
         tree: Tree[_NodeRef] = Tree("memory/", id="daily-tree")
@@ -381,14 +385,27 @@ New entries appear as flushes write them.
             # Hidden (another tab in front): a long log is hundreds of block widgets, and
             # mounting them stalled the chat just after a flush. Shown when the tab is.
             self._view_when_shown = message
+            if self._shown_check is None:
+                # Show is the prompt way; the check is the sure one (a Show can be missed
+                # under load: a Pilot test saw none after a display change)
+                self._shown_check = self.set_interval(HIDDEN_CHECK_S, self._show_held_view)
             return
         self._view_when_shown = None
         self._show_view(message)
 
     def on_show(self) -> None:
+        self._show_held_view()
+
+    def _show_held_view(self) -> None:
+        """Render the read held while hidden, once the panel is on screen."""
         waiting = self._view_when_shown
-        if waiting is not None and self._views.is_latest(waiting):
+        if waiting is None or not self._views.is_latest(waiting):
+            self._view_when_shown = None
+        elif self.region:
             self._view_loaded(waiting)
+        if self._view_when_shown is None and self._shown_check is not None:
+            self._shown_check.stop()
+            self._shown_check = None
 
     def _show_view(self, message: ViewLoaded) -> None:
         """Put the log or entry read by ``message`` in the view."""
