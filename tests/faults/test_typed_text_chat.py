@@ -17,6 +17,8 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tui.app.app import MemdeckApp
+from tui.app.widgets.chat_message import ChatMessage
+from tui.app.widgets.chat_pane import ChatPane
 from tui.chat.chat import ChatEngine
 from tui.chat.events import TextDelta
 
@@ -125,19 +127,30 @@ async def test_a_turn_cancelled_mid_answer_keeps_the_partial_answer(
     assert answers[0].incomplete
 
 
+async def start_a_long_answer(pilot: Pilot, app: MemdeckApp) -> ChatPane:
+    """Type and send a message whose answer streams slowly; return once it has begun."""
+    await app_ready(pilot)
+    pane = app.main_screen.chat_pane
+    pane.chat_input.focus()
+    await pilot.press(*"tell me a long story", "enter")
+    await wait_until(
+        pilot, lambda: "starts here" in "".join(m.text for m in pane.messages), "the stream"
+    )
+    return pane
+
+
+def notices_of(message: ChatMessage) -> str:
+    """The text of a message's parts, the dim notices ("(stopped)") included."""
+    return "".join(str(getattr(part, "content", "")) for part in message.walk_children())
+
+
 async def test_escape_in_the_message_box_stops_the_answer_and_keeps_what_streamed(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     server.enqueue(FakeOpenAI.text(PIECES, chunk_delay=0.2))
     app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await app_ready(pilot)
-        pane = app.main_screen.chat_pane
-        pane.chat_input.focus()
-        await pilot.press(*"tell me a long story", "enter")
-        await wait_until(
-            pilot, lambda: "starts here" in "".join(m.text for m in pane.messages), "the stream"
-        )
+        pane = await start_a_long_answer(pilot, app)
         status = pane.query_one("#chat-status", Static)
         assert "Escape stops" in str(status.content)  # how to stop is said where the user looks
         await pilot.press("escape")
@@ -146,9 +159,7 @@ async def test_escape_in_the_message_box_stops_the_answer_and_keeps_what_streame
         assert shown.text.startswith("The answer starts here") and len(shown.text) < len(
             "".join(PIECES)
         )
-        assert "(stopped)" in "".join(
-            str(getattr(part, "content", "")) for part in shown.walk_children()
-        )
+        assert "(stopped)" in notices_of(shown)
 
 
 async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(
@@ -157,13 +168,7 @@ async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(
     server.enqueue(FakeOpenAI.text(PIECES, chunk_delay=0.2))
     app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await app_ready(pilot)
-        pane = app.main_screen.chat_pane
-        pane.chat_input.focus()
-        await pilot.press(*"tell me a long story", "enter")
-        await wait_until(
-            pilot, lambda: "starts here" in "".join(m.text for m in pane.messages), "the stream"
-        )
+        pane = await start_a_long_answer(pilot, app)
         session = pane.session_id
         await pilot.press("ctrl+q", "ctrl+q")  # quit now, without waiting for the flush
     assert session is not None
@@ -179,6 +184,4 @@ async def test_quitting_mid_answer_keeps_it_marked_interrupted_after_a_restart(
         await wait_until(pilot, lambda: len(pane.messages) >= 2, "the transcript")
         shown = pane.messages[-1]
         assert shown.role == "assistant" and "The answer starts here" in shown.text
-        assert "(interrupted)" in "".join(
-            str(getattr(part, "content", "")) for part in shown.walk_children()
-        )
+        assert "(interrupted)" in notices_of(shown)

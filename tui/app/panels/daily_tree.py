@@ -402,7 +402,8 @@ New entries appear as flushes write them.
         if waiting is None or not self._views.is_latest(waiting):
             self._view_when_shown = None
         elif self.region:
-            self._view_loaded(waiting)
+            self._view_when_shown = None
+            self._show_view(waiting)
         if self._view_when_shown is None and self._shown_check is not None:
             self._shown_check.stop()
             self._shown_check = None
