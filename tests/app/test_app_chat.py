@@ -214,7 +214,6 @@ async def after_a_long_answer(
     from tui.app.widgets.chat_message import SEGMENT_CHARS
 
     monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
-    monkeypatch.setattr(chat_pane_module, "SEGMENT_FOLD_LOOKS", ())
     block = "- an item about the **trip**, the hotel and the `train`\n" * 6 + "\n"
     answer = "## The trip\n\n" + block * (SEGMENT_CHARS * 8 // len(block) + 1)
     app = build_app(engine)

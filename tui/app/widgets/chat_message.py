@@ -9,7 +9,6 @@ from typing import Literal
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
@@ -72,9 +71,6 @@ class ChatMessage(Vertical):
     segment starts after each tool call, so what is shown keeps the order of the turn. Pieces
     arriving faster than :data:`STREAM_INTERVAL` are written to the stream together.
     """
-
-    class SegmentClosed(Message):
-        """A streamed text segment is finished: it can be folded (see ``ChatPane``)."""
 
     HELP = """\
 ## Chat
@@ -285,8 +281,6 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
                 await segment.update(self._segment_text)
         finally:
             self._rendering_again = None
-        if segment is not None:
-            self.post_message(self.SegmentClosed())
 
     async def add_tool_call(
         self,

@@ -62,8 +62,6 @@ MAX_SHOWN_MESSAGES = 200
 UNFOLD_VIEWS = 1.0
 #: Seconds between two looks for text to fold or unfold (scrolling looks at once).
 FOLD_INTERVAL = 0.5
-#: Seconds after a streamed segment closes at which the fold looks (before its next interval).
-SEGMENT_FOLD_LOOKS = (0.1, 0.25)
 #: Seconds of pictures one look may take (the nearest parts first; the rest at the next look).
 FOLD_BUDGET = 0.02
 
@@ -275,12 +273,6 @@ memory tools (shown inline; **Enter** on one expands it).
     @on(FoldedText.Hovered)
     def _look_again(self) -> None:
         self.call_after_refresh(self._refold)
-
-    @on(ChatMessage.SegmentClosed)
-    def _segment_closed(self) -> None:
-        # a look sees the closed segment laid out, the next one folds it if its size held
-        for delay in SEGMENT_FOLD_LOOKS:
-            self.set_timer(delay, self._refold)
 
     async def _refold(self) -> None:
         if not self._fold_lock.locked():
