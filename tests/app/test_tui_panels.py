@@ -641,6 +641,28 @@ async def test_the_daily_tree_makes_nodes_for_open_branches_and_reparses_changed
         assert edited.is_expanded and [str(n.label) for n in edited.children] == ["Night  L3"]
 
 
+async def test_a_reload_that_changes_no_section_keeps_the_tree_and_shows_the_new_text(
+    engine: MemoryEngine,
+) -> None:
+    """A log whose text changed inside an entry (or that was only embedded) lists the same:
+    the tree's nodes stay (a long log's rebuild stalled the screen), the view shows the text."""
+    app = PanelHost(lambda: DailyTree(engine))
+    async with app.run_test(size=SIZE) as pilot:
+        daily = app.query_one(DailyTree)
+        tree = daily.query_one("#daily-tree", Tree)
+        await wait_until(pilot, lambda: len(daily.logs) == 3, "the daily logs")
+        newest = tree.root.children[0].children[0]
+        view = daily.query_one("#daily-view", Markdown)
+        await wait_until(pilot, lambda: "Daily Summary" in view.source, "the newest log shown")
+        path = engine.workspace.root / newest.data.key
+        text = path.read_text()
+        path.write_text(text.rstrip("\n") + " (and a late addition)\n")
+
+        daily.index_changed([newest.data.key])
+        await wait_until(pilot, lambda: "(and a late addition)" in view.source, "the new text")
+        assert tree.root.children[0].children[0] is newest  # no node was rebuilt
+
+
 def test_the_daily_view_renders_a_long_log_cut_at_an_entry_with_fences_closed() -> None:
     log = "# 2026-11-22\n\n" + "\n".join(f"## Entry {n}\n- one\n- two\n" for n in range(200))
     shown = shown_text(log, 100)

@@ -285,6 +285,12 @@ New entries appear as flushes write them.
     def _rebuild(self, message: Loaded) -> None:
         if not self._listings.is_latest(message):
             return
+        if self.logs and message.logs == self.logs:
+            # No log came, went or changed its sections (a log's text changed, or it was
+            # embedded): the tree stays as it is. Rebuilding a long log's entries cost a
+            # tick of 25-50 ms while the index was busy.
+            self._after_listing()
+            return
         first_load = not self.logs
         known = {log.path for log in self.logs}
         self.logs = message.logs
@@ -315,6 +321,10 @@ New entries appear as flushes write them.
                 # Line numbers exist once the tree has laid out its new nodes.
                 self.call_after_refresh(tree.move_cursor, node)
                 break
+        self._after_listing()
+
+    def _after_listing(self) -> None:
+        """Show the entry asked for before the logs were listed, or the selection again."""
         if self._entry_after_load is not None:
             path, line = self._entry_after_load
             self._entry_after_load = None
