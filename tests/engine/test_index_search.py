@@ -14,6 +14,7 @@ from tui.engine.chunker import ChunkParams
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import ALWAYS_INJECTED
+from tui.engine.textsearch import contains_all_terms
 
 NOW = date(2026, 11, 22)
 
@@ -73,6 +74,20 @@ def test_exact_keyword_hit_survives_min_score(engine):
     hit = response.results[0]
     assert "qx7-kestrel" in hit.text and hit.breakdown.keyword_hit
     assert hit.breakdown.hybrid < 0.9
+
+
+def test_every_returned_result_says_whether_it_is_a_keyword_hit(engine):
+    """The keyword check runs only where it decides a result's place, and on the results
+    returned: what they say is what the check says, passing the floor on relevance or not."""
+    for query, floor in [("Lisbon hotels", 0.0), ("Lisbon hotels", 0.9), ("flaky test", 0.0)]:
+        results = engine.search(query, now=NOW, min_score=floor).results
+        assert results
+        for r in results:
+            expected = r.breakdown.bm25 is not None and contains_all_terms(
+                f"{r.heading}\n{r.text}", query
+            )
+            assert r.breakdown.keyword_hit == expected, (query, floor, r.location)
+    assert any(r.breakdown.keyword_hit for r in engine.search("Lisbon hotels", now=NOW).results)
 
 
 def test_strong_old_match_is_still_reachable_and_decay_only_reorders(engine):

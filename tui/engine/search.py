@@ -287,7 +287,7 @@ def search(
     _fuse(pool, index, text_query, options)
     _lend_relevance(pool, index, text_query, intent, options, now)
     scored = _score_all(pool, query, intent, options, now)
-    response.results = _select(index, scored, pool, options)
+    response.results = _with_keyword_hits(_select(index, scored, pool, options), pool, query)
     future = sorted(
         {row.path for i, row in pool.rows.items() if i in pool.hybrids and _future(row, now)}
     )
@@ -319,6 +319,9 @@ class _Pool:
     linked: dict[int, float] = field(default_factory=dict)
     #: Entries a newer linked entry changed, each with the entries that changed it.
     superseded: dict[int, set[int]] = field(default_factory=dict)
+    #: Text matches scored without checking for a keyword hit (their relevance passed the
+    #: floor without it): checked once selected.
+    keyword_unchecked: set[int] = field(default_factory=set)
 
 
 def _candidates(
@@ -447,6 +450,11 @@ def _score_all(
             and intent.window is None
         ):
             continue  # filtered below anyway; skip building its breakdown
+        # The keyword check reads the entry's words (~30 µs): only where it decides whether
+        # the entry passes; the others are checked once selected (see _with_keyword_hits).
+        check_keyword = max(hybrid, support, linked) < floor
+        if not check_keyword and chunk_id in pool.text_hits:
+            pool.keyword_unchecked.add(chunk_id)
         result = _score(
             pool.rows[chunk_id],
             pool.text_hits.get(chunk_id),
@@ -460,6 +468,7 @@ def _score_all(
             now,
             linked=linked,
             superseded=SUPERSEDED if chunk_id in pool.superseded else 1.0,
+            check_keyword=check_keyword,
         )
         b = result.breakdown
         if (
@@ -513,6 +522,21 @@ def _select(
     if options.mmr and pool.query_vector is not None and len(scored) > 1:
         scored = _mmr(index, scored, options.mmr_lambda, limit)
     return scored if limit is None else scored[:limit]
+
+
+def _with_keyword_hits(results: list[SearchResult], pool: _Pool, query: str) -> list[SearchResult]:
+    """The results with ``keyword_hit`` filled in where :func:`_score_all` left it unchecked."""
+    return [
+        replace(
+            r,
+            breakdown=replace(
+                r.breakdown, keyword_hit=contains_all_terms(f"{r.heading}\n{r.text}", query)
+            ),
+        )
+        if r.chunk_id in pool.keyword_unchecked
+        else r
+        for r in results
+    ]
 
 
 def _future(row: ChunkRow, now: date) -> bool:
@@ -639,6 +663,7 @@ def _score(
     *,
     linked: float = 0.0,
     superseded: float = 1.0,
+    check_keyword: bool = True,
 ) -> SearchResult:
     decay = decay_factor(row.date, now, options.half_life_days) if options.decay else 1.0
     recency = recency_factor(row.date, now, intent, options)
@@ -656,7 +681,11 @@ def _score(
         decay=decay,
         confidence=row.confidence,
         confidence_weight=weight,
-        keyword_hit=rank is not None and contains_all_terms(f"{row.heading}\n{row.text}", query),
+        keyword_hit=(
+            check_keyword
+            and rank is not None
+            and contains_all_terms(f"{row.heading}\n{row.text}", query)
+        ),
         recency=recency,
         time_window=window,
         linked=linked,
