@@ -193,13 +193,16 @@ def update_links(
                 continue
             if (other_date > row_date) != (direction == "newer"):
                 continue
-            if direction == "newer" and not unit_tells_of_change(other.text):
-                continue
             cosine = (
                 float(vectors[seed] @ vectors[chunk_id])
                 if seed in vectors and chunk_id in vectors
                 else 0.0
             )
+            floor = LINK_COSINE_MEMORY if row.path == MEMORY_FILE else LINK_COSINE
+            if cosine < min(floor, LINK_STRONG):
+                continue  # no link either way; the word tests below read the whole entry
+            if direction == "newer" and not unit_tells_of_change(other.text):
+                continue
             # Its own words, not its context: a unit's index text includes the entry before it.
             shares_word = bool(rare & own_words(other.text))
             similar = (
@@ -207,7 +210,6 @@ def update_links(
                 and cosine >= LINK_STRONG
                 and hybrids.get(chunk_id, 0.0) >= 0.5 * relevance[seed]
             )
-            floor = LINK_COSINE_MEMORY if row.path == MEMORY_FILE else LINK_COSINE
             if not ((shares_word and cosine >= floor) or similar):
                 continue
             linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
