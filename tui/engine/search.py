@@ -287,7 +287,7 @@ def search(
     _fuse(pool, index, text_query, options)
     _lend_relevance(pool, index, text_query, intent, options, now)
     scored = _score_all(pool, query, intent, options, now)
-    response.results = _with_keyword_hits(_select(index, scored, pool, options), pool, query)
+    response.results = _with_keyword_hits(_select(index, scored, pool, options), query, options)
     future = sorted(
         {row.path for i, row in pool.rows.items() if i in pool.hybrids and _future(row, now)}
     )
@@ -319,9 +319,6 @@ class _Pool:
     linked: dict[int, float] = field(default_factory=dict)
     #: Entries a newer linked entry changed, each with the entries that changed it.
     superseded: dict[int, set[int]] = field(default_factory=dict)
-    #: Text matches scored without checking for a keyword hit (their relevance passed the
-    #: floor without it): checked once selected.
-    keyword_unchecked: set[int] = field(default_factory=set)
 
 
 def _candidates(
@@ -440,7 +437,7 @@ def _score_all(
 ) -> list[SearchResult]:
     """Stage 4: the breakdown and score of each candidate that passes the floor (its relevance,
     a keyword hit, or the question's time window), best first."""
-    floor = options.threshold if options.threshold is not None else options.min_score
+    floor = _floor(options)
     scored: list[SearchResult] = []
     for chunk_id, hybrid in pool.hybrids.items():
         support, linked = pool.support.get(chunk_id, 0.0), pool.linked.get(chunk_id, 0.0)
@@ -450,11 +447,6 @@ def _score_all(
             and intent.window is None
         ):
             continue  # filtered below anyway; skip building its breakdown
-        # The keyword check reads the entry's words (~30 µs): only where it decides whether
-        # the entry passes; the others are checked once selected (see _with_keyword_hits).
-        check_keyword = max(hybrid, support, linked) < floor
-        if not check_keyword and chunk_id in pool.text_hits:
-            pool.keyword_unchecked.add(chunk_id)
         result = _score(
             pool.rows[chunk_id],
             pool.text_hits.get(chunk_id),
@@ -468,7 +460,7 @@ def _score_all(
             now,
             linked=linked,
             superseded=SUPERSEDED if chunk_id in pool.superseded else 1.0,
-            check_keyword=check_keyword,
+            floor=floor,
         )
         b = result.breakdown
         if (
@@ -524,16 +516,26 @@ def _select(
     return scored if limit is None else scored[:limit]
 
 
-def _with_keyword_hits(results: list[SearchResult], pool: _Pool, query: str) -> list[SearchResult]:
-    """The results with ``keyword_hit`` filled in where :func:`_score_all` left it unchecked."""
+def _floor(options: SearchOptions) -> float:
+    """The relevance a result needs (unless it is a keyword hit or in the time window)."""
+    return options.threshold if options.threshold is not None else options.min_score
+
+
+def _keyword_hit(heading: str, text: str, query: str) -> bool:
+    return contains_all_terms(f"{heading}\n{text}", query)
+
+
+def _with_keyword_hits(
+    results: list[SearchResult], query: str, options: SearchOptions
+) -> list[SearchResult]:
+    """The results with ``keyword_hit`` filled in where :func:`_score` left it unchecked (a
+    text match whose relevance passed the floor without it)."""
+    floor = _floor(options)
     return [
         replace(
-            r,
-            breakdown=replace(
-                r.breakdown, keyword_hit=contains_all_terms(f"{r.heading}\n{r.text}", query)
-            ),
+            r, breakdown=replace(r.breakdown, keyword_hit=_keyword_hit(r.heading, r.text, query))
         )
-        if r.chunk_id in pool.keyword_unchecked
+        if r.breakdown.bm25 is not None and r.breakdown.relevance >= floor
         else r
         for r in results
     ]
@@ -663,8 +665,11 @@ def _score(
     *,
     linked: float = 0.0,
     superseded: float = 1.0,
-    check_keyword: bool = True,
+    floor: float,
 ) -> SearchResult:
+    """A candidate's score and breakdown. ``keyword_hit`` is checked (it reads the entry's
+    words, ~30 µs) only when the relevance is under ``floor``, where it decides whether the
+    entry passes; :func:`_with_keyword_hits` checks the results returned."""
     decay = decay_factor(row.date, now, options.half_life_days) if options.decay else 1.0
     recency = recency_factor(row.date, now, intent, options)
     window = window_factor(row.date, intent) if options.decay else 1.0
@@ -682,9 +687,7 @@ def _score(
         confidence=row.confidence,
         confidence_weight=weight,
         keyword_hit=(
-            check_keyword
-            and rank is not None
-            and contains_all_terms(f"{row.heading}\n{row.text}", query)
+            relevance < floor and rank is not None and _keyword_hit(row.heading, row.text, query)
         ),
         recency=recency,
         time_window=window,
