@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.embeddings import count_tokens_batch
+from ..engine.embeddings import count_tokens, count_tokens_batch
 from ..engine.engine import MemoryEngine
 from ..engine.index import SyncReport
 from ..engine.inject import SUMMARY_TAG, Injection, delimited_block
@@ -89,6 +89,15 @@ was not said."""
 TRUNCATED_NOTICE = (
     "\n\n[memdeck: answer truncated at {limit:,} characters (max_answer_chars in config.toml)]"
 )
+#: Stands where a folded user message's middle was left out (see :meth:`ChatEngine.fold_message`).
+FOLD_MARKER = (
+    "\n\n[memdeck: {lines:,} lines ({chars:,} characters) of this message left out here "
+    "to fit the model's context]\n\n"
+)
+#: Tries at shortening a fold whose estimate still exceeds the room (each keeps 10% less).
+FOLD_TRIES = 12
+#: What a refused message's line suggests when the UI has no better way to offer.
+SHORTEN_SUGGESTION = "shorten it, or send its head and tail"
 #: Model requests the silent memory-flush turn may make.
 SILENT_TURN_ROUNDS = 3
 #: Per-message overhead in the token estimate (role, separators).
@@ -98,6 +107,28 @@ MESSAGE_OVERHEAD_TOKENS = 4
 #: Asks the user whether the model may forget more memories this turn: called with one line
 #: per memory (``path#Lline: text``) and how many were forgotten already; True to go ahead.
 ForgetConfirmation = Callable[[list[str], int], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class MessageSize:
+    """A user message measured against the room a request leaves it (estimated tokens)."""
+
+    tokens: int
+    room: int
+    context_window: int
+
+    @property
+    def fits(self) -> bool:
+        """Whether the message can be sent."""
+        return self.tokens <= self.room
+
+    def refusal(self, suggestion: str) -> str:
+        """One line saying why the message is not sent, ending with ``suggestion``."""
+        return (
+            f"message not sent: it is ~{self.tokens:,} tokens and the model's context "
+            f"({self.context_window:,} tokens, context_window in config.toml) leaves "
+            f"{self.room:,} for a message: {suggestion}"
+        )
 
 
 @dataclass
@@ -237,6 +268,7 @@ class ChatEngine:
         start_id = compaction.dropped_before if compaction else None
         started = start_id is None
         messages: list[dict[str, Any]] = []
+        room = self.message_room()
         for message in transcript.messages:
             if not started:
                 if message.id != start_id:
@@ -244,10 +276,11 @@ class ChatEngine:
                 started = True
             if not message.is_conversation:
                 continue
-            content = self.bounded(message.content)
             if message.role == "user":
+                content = self.fit_message(message.content, room)
                 messages.append({"role": "user", "content": content})
                 continue
+            content = self.bounded(message.content)
             own_calls = transcript.tool_calls_of(message.id)
             entry: dict[str, Any] = {"role": "assistant", "content": content or None}
             if own_calls:
@@ -275,12 +308,45 @@ class ChatEngine:
         return messages
 
     def bounded(self, text: str) -> str:
-        """``text`` cut to ``max_answer_chars`` with the truncation notice: what a request may
-        carry of one message, whatever an older transcript holds."""
+        """An answer cut to ``max_answer_chars`` with the truncation notice: what a request may
+        carry of one, whatever an older transcript holds. User messages are measured in
+        tokens instead (:meth:`measure_message`, :meth:`fit_message`)."""
         limit = self.config.llm.max_answer_chars
         if len(text) <= limit:
             return text
         return text[:limit] + TRUNCATED_NOTICE.format(limit=limit)
+
+    def message_room(self) -> int:
+        """Estimated tokens one user message may take: the compaction limit less the system
+        prompt and the tool definitions. The memory block and the earlier conversation share
+        what is left with it; compaction makes room in the conversation, never in the message."""
+        prompt = [{"role": "system", "content": self.system_prompt("")}]
+        fixed = self.estimate_tokens(prompt, self.tools.definitions()) + MESSAGE_OVERHEAD_TOKENS
+        return max(0, self.compaction_limit - fixed)
+
+    def measure_message(self, text: str) -> MessageSize:
+        """``text`` as the user's next message, measured against :meth:`message_room`.
+        Blocking: tokenising a long paste takes a fraction of a second."""
+        return MessageSize(count_tokens(text), self.message_room(), self.config.llm.context_window)
+
+    def fit_message(self, text: str, room: int | None = None) -> str:
+        """``text`` when it fits ``room`` tokens (default :meth:`message_room`), else its head
+        and tail around :data:`FOLD_MARKER`, cut at line ends where one is near, within room.
+        The tail is kept because a pasted text's question usually comes last."""
+        room = self.message_room() if room is None else room
+        if len(text) <= room:  # a word-piece covers at least one character
+            return text
+        tokens = count_tokens(text)
+        if tokens <= room:
+            return text
+        marker = count_tokens(FOLD_MARKER.format(lines=10**9, chars=10**12))
+        keep = len(text) * max(0, room - marker) // tokens  # at the text's own chars per token
+        for _ in range(FOLD_TRIES):
+            folded = _head_and_tail(text, keep)
+            if count_tokens(folded) <= room:
+                return folded
+            keep = keep * 9 // 10
+        return _head_and_tail(text, 0)
 
     def estimate_tokens(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
@@ -310,6 +376,12 @@ class ChatEngine:
         """
         if not self.sessions.exists(session_id):
             raise SessionError(f"no session {session_id!r}")
+        # Refused before anything is stored or sent: a message the context cannot hold would
+        # be resent, and compacted around, at every later turn.
+        size = await asyncio.to_thread(self.measure_message, text)
+        if not size.fits:
+            yield TurnError("too_large", size.refusal(SHORTEN_SUGGESTION))
+            return
         message_id = await asyncio.to_thread(self.sessions.append_message, session_id, "user", text)
         self.triggers.note_activity(session_id)
         yield TurnStarted(session_id, message_id, text)
@@ -585,8 +657,11 @@ class ChatEngine:
             yield CompactionFailed(session_id, "internal", "nothing old enough to summarise")
             return
         previous = (compaction.summary or None) if compaction else None
+        room = self.message_room()
         conversation = "\n\n".join(
-            f"{'User' if m.role == 'user' else 'Assistant'}: {self.bounded(m.content)}"
+            f"User: {self.fit_message(m.content, room)}"
+            if m.role == "user"
+            else f"Assistant: {self.bounded(m.content)}"
             for m in older
             if m.is_loggable
         )
@@ -619,3 +694,20 @@ class ChatEngine:
             await self._request_messages(session_id, injection_text), self.tools.definitions()
         )
         yield Compacted(session_id, summary, kept[0].id, estimate, after)
+
+
+def _head_and_tail(text: str, keep: int) -> str:
+    """``text`` with its middle replaced by :data:`FOLD_MARKER`, about ``keep`` characters
+    kept in halves; a cut moves to a line end when one is in the outer half of its part."""
+    half = keep // 2
+    head_end = half
+    line_end = text.rfind("\n", 0, half)
+    if line_end >= half // 2:
+        head_end = line_end + 1
+    tail_start = len(text) - half
+    line_start = text.find("\n", tail_start, tail_start + half // 2)
+    if line_start != -1:
+        tail_start = line_start + 1
+    left_out = text[head_end:tail_start]
+    marker = FOLD_MARKER.format(lines=len(left_out.splitlines()), chars=len(left_out))
+    return text[:head_end].rstrip("\n") + marker + text[tail_start:].lstrip("\n")

@@ -16,7 +16,8 @@ from ..engine.inject import InjectionReport
 #: Why a turn ended early. ``config``: no LLM configured; ``connection``: the server could not
 #: be reached; ``auth``: 401/403; ``rate_limit``: 429; ``server``: 5xx; ``timeout``: no answer in
 #: time; ``malformed``: a broken stream; ``bad_request``: another 4xx; ``tool_loop``: the model
-#: kept calling tools past the limit; ``internal``: a bug in memdeck (the message says what).
+#: kept calling tools past the limit; ``internal``: a bug in memdeck (the message says what);
+#: ``too_large``: the message does not fit the model's context (nothing was stored or sent).
 ErrorKind = Literal[
     "config",
     "connection",
@@ -28,6 +29,7 @@ ErrorKind = Literal[
     "bad_request",
     "tool_loop",
     "internal",
+    "too_large",
 ]
 
 #: What a flush did: ``flushed`` N messages; ``nothing_new`` to log; ``skipped`` (no model,
@@ -117,7 +119,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class TurnError:
-    """The turn ended early. The user's message and everything before the error are kept."""
+    """The turn ended early. The user's message and everything before the error are kept
+    (``too_large``: the message was refused, nothing is stored)."""
 
     kind: ErrorKind
     message: str

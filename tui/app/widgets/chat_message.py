@@ -49,6 +49,7 @@ ERROR_LABELS = {
     "bad_request": "request rejected",
     "tool_loop": "too many tool calls",
     "internal": "memdeck bug",
+    "too_large": "message too long",
 }
 
 
