@@ -24,6 +24,7 @@ report lists what was included, what was cut and why.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -41,24 +42,86 @@ MEMORY_TAG = "memory-notes"
 #: The tag of the block holding the summary of a compacted conversation.
 SUMMARY_TAG = "conversation-summary"
 
-_ANGLE_OPEN = "<\uff1c\u2039\u3008\u27e8\u2329\ufe64"
-_ANGLE_CLOSE = ">\uff1e\u203a\u3009\u27e9\u232a\ufe65"
-#: Anything a model could read as one of our markers: any bracket look-alike, optional slash,
-#: the tag with any separators (``memory notes``, ``MEMORY_NOTES``, ``memory\u200b-notes``).
-_MARKER = re.compile(
-    rf"[{_ANGLE_OPEN}][\s/\\\u2044\u2215\uff0f]*"
-    rf"(?:memory[\W_]{{0,4}}notes|conversation[\W_]{{0,4}}summary)[^{_ANGLE_CLOSE}\n]{{0,80}}"
-    rf"[{_ANGLE_CLOSE}]",
-    re.IGNORECASE,
+#: Every character a reader could take for an angle bracket (NFKC forms and look-alikes).
+_ANGLE_OPEN = "<\uff1c\ufe64\u2039\u3008\u27e8\u2329\u02c2\u1438\u276e\u29fc\u00ab"
+_ANGLE_CLOSE = ">\uff1e\ufe65\u203a\u3009\u27e9\u232a\u02c3\u1433\u276f\u29fd\u00bb"
+_OPENING = re.compile(f"[{_ANGLE_OPEN}]")
+#: The tag names as :func:`_skeleton` reads them.
+_MARKER_NAMES = ("memorynotes", "conversationsummary")
+#: How far after a bracket a tag name is looked for (separators, spaces, invisible characters).
+_NAME_REACH = 400
+#: How far after the name its closing bracket is looked for (it is defused too, for looks).
+_CLOSE_REACH = 200
+#: Letters of other scripts (and digits) that read as the Latin letters of the tag names:
+#: capitals before case folding (Greek capital Mu reads "M", its small letter "u"), then
+#: small letters after.
+_CAPITAL_LOOKALIKES = str.maketrans(
+    "\u0391\u0395\u0399\u039c\u039d\u039f\u03a4\u03a5\u0410\u0415\u041c\u041d\u041e"
+    "\u0420\u0421\u0422\u0423\u0405\u0406",
+    "aeimnotyaemhopctysi",
+)
+_SMALL_LOOKALIKES = str.maketrans(
+    "\u0430\u03b1\u0251\u0441\u03f2\u1d04\u0435\u04bd\u0456\u03b9\u0131\u0269\u04cf"
+    "\u043c\u0578\u03b7\u043e\u03bf\u0585\u1d0f\u0433\u1d26\u0455\ua731\u0442\u03c4"
+    "\u03c5\u057d\u1d1c\u03bd\u0475\u1d20\u0443\u03b3\u04af\u0440\u03c1\u0445\u03c7"
+    "\u1d00\u1d07\u026a\u1d0d\u0274\u0280\u1d1b\u028f"  # small capitals
+    "013457",
+    "aaaccceeiiiiimnnoooorrssttuuuvvvyyyppxx" "aeimnrty" "oieast",
 )
 
 
+def _skeleton(fragment: str) -> str:
+    """The Latin letters and digits a reader sees in ``fragment``: compatibility forms folded
+    (full-width, mathematical letters), look-alikes of other scripts mapped, accents, case,
+    invisible characters (zero-width space, word joiner), spaces and punctuation dropped."""
+    folded = unicodedata.normalize("NFKC", fragment).translate(_CAPITAL_LOOKALIKES).casefold()
+    letters = unicodedata.normalize("NFD", folded).translate(_SMALL_LOOKALIKES)
+    return "".join(char for char in letters if char.isalnum())
+
+
+def _marker_name_end(text: str, start: int) -> int | None:
+    """Where a marker name that begins at ``start`` (after slashes, spaces or invisible
+    characters) ends in ``text``, or None when no marker name begins there."""
+    seen = ""
+    for index in range(start, min(len(text), start + _NAME_REACH)):
+        if text[index] in _ANGLE_CLOSE or text[index] in _ANGLE_OPEN:
+            return None  # another tag (``<memory> notes``)
+        seen += _skeleton(text[index])
+        if seen.startswith(_MARKER_NAMES):
+            return index + 1
+        if not any(name.startswith(seen) for name in _MARKER_NAMES):
+            return None
+    return None
+
+
 def neutralise_markers(text: str) -> str:
-    """``text`` with every look-alike of a block marker defused: its brackets become
-    parentheses (``</memory-notes>`` → ``(/memory-notes)``), visible and unable to close a block."""
-    if "notes" not in text.lower() and "summary" not in text.lower():
+    """``text`` with every look-alike of a block marker defused: the bracket that opens it
+    becomes a parenthesis (``</memory-notes>`` → ``(/memory-notes)``), visible and unable to
+    open or close a block. A look-alike is any bracket followed by a tag name as a reader
+    would see it (:func:`_skeleton`): with invisible characters, letters of other scripts,
+    full-width forms, spaces or a line break in it, with or without its closing bracket."""
+    if not _OPENING.search(text):
         return text
-    return _MARKER.sub(lambda m: "(" + m.group()[1:-1] + ")", text)
+    pieces: list[str] = []
+    done = 0
+    for match in _OPENING.finditer(text):
+        if match.start() < done:
+            continue
+        end = _marker_name_end(text, match.end())
+        if end is None:
+            continue
+        pieces.append(text[done : match.start()] + "(")
+        done = match.end()
+        for index in range(end, min(len(text), end + _CLOSE_REACH)):
+            char = text[index]
+            if char in _ANGLE_OPEN or char == "\n":
+                break
+            if char in _ANGLE_CLOSE:
+                pieces.append(text[done:index] + ")")
+                done = index + 1
+                break
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def delimited_block(tag: str, body: str) -> str:
