@@ -5,13 +5,14 @@ other way round. See :func:`update_links`."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Set
 from datetime import date
 from functools import lru_cache
 
 from .index import ChunkRow, MemoryIndex
-from .textsearch import query_terms
+from .textsearch import STOP_WORDS, query_terms
 from .workspace import MEMORY_FILE
 
 #: Update links (:func:`update_links`): an entry that changes one of the best matches gets
@@ -44,7 +45,7 @@ LINK_MIN_DOCS_MEMORY = 10
 #: pattern when one of their words is there: the whole pattern over every candidate was most
 #: of a current-state question's time.
 _CHANGE_WORDS = frozenset(
-    "switch switched switching moved moving instead sold quit stopped changed swapped "
+    "switch switched switching moves moved moving instead sold quit stopped changed swapped "
     "transferred ditched dropped upgraded now slipped postponed anymore".split()
 )
 _CHANGE_STARTS = ("migrat", "replac")
@@ -59,6 +60,25 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 _CHANGE_PHRASE = re.compile(rf"\b(?:{_PHRASES})\b", re.IGNORECASE)
+#: Words that say what holds now, not that something changed: by themselves they tell of a
+#: change only of what the older entry says in the same words (see :func:`tells_change_of`).
+_PRESENT_WORDS = frozenset({"now"})
+#: ``_CHANGE`` without ``_PRESENT_WORDS``: a change told outright ("switched", "from X to").
+_CHANGE_VERB = re.compile(
+    r"\b(?:"
+    + "|".join(
+        [
+            *sorted(_CHANGE_WORDS - _PRESENT_WORDS),
+            *(start + r"\w*" for start in _CHANGE_STARTS),
+            _PHRASES,
+        ]
+    )
+    + r")\b",
+    re.IGNORECASE,
+)
+#: Where a clause ends: what a change verb in one clause is about is in that clause
+#: ("Moved the CI to GitHub Actions; nightly now runs in 12 minutes" moved no commute).
+_CLAUSE_END = re.compile(r"[;:.!?\n]+(?:\s|$)|,\s")
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 #: Units whose words :func:`own_words` keeps (a few MB at most).
 OWN_WORDS_CACHE = 2048
@@ -115,6 +135,58 @@ def tells_of_change(text: str, words: Set[str]) -> bool:
     if any(s in low for s in _CHANGE_STARTS) and any(w.startswith(_CHANGE_STARTS) for w in words):
         return True
     return not words.isdisjoint(_PHRASE_WORDS) and _CHANGE_PHRASE.search(text) is not None
+
+
+#: The words of the change phrases that name nothing ("not going back" / "slow going").
+_PHRASE_ONLY_WORDS = frozenset("longer going back".split())
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that can name what a statement is about (no stop words, no
+    indefinite pronouns or change words)."""
+    return frozenset(
+        w
+        for w in own_words(text)
+        if w not in STOP_WORDS
+        and w not in _PHRASE_ONLY_WORDS
+        and len(w) > 1
+        and not _names_nothing(w)
+    )
+
+
+def _phrases_with(text: str, words: Set[str]) -> set[tuple[str, str]]:
+    """The two-word phrases of ``text``'s clauses (lower-cased) that hold one of ``words`` and
+    no change word ("now runs" is no attribute)."""
+    phrases: set[tuple[str, str]] = set()
+    for clause in _CLAUSE_END.split(text):
+        seq = [w.lower() for w in _WORDS.findall(clause)]
+        phrases.update(
+            (a, b)
+            for a, b in itertools.pairwise(seq)
+            if (a in words or b in words) and not (_names_nothing(a) or _names_nothing(b))
+        )
+    return phrases
+
+
+def tells_change_of(old_text: str, new_text: str) -> bool:
+    """Whether ``new_text`` tells of a change to what ``old_text`` says: evidence that the same
+    attribute changed, not a word both hold and a "now".
+
+    Either a change verb in a clause that names something ``old_text`` names ("Switched from
+    Vim to Zed" for "Uses Vim for everything", "Tomasz moves to the platform group" for "1:1
+    with Tomasz, my manager"), or a change told anywhere (a mere "now" will do) while a word of
+    both stands in the same phrase in both: the same attribute with another value ("cycling to
+    the office now" for "Commutes to the office by metro"). "Now reading a history book about
+    penicillin" changes nothing of "Is allergic to penicillin"."""
+    shared = _content_words(old_text) & _content_words(new_text)
+    if not shared:
+        return False
+    for clause in _CLAUSE_END.split(new_text):
+        if _CHANGE_VERB.search(clause) and not shared.isdisjoint(own_words(clause)):
+            return True
+    if _CHANGE.search(new_text) is None:
+        return False
+    return not _phrases_with(old_text, shared).isdisjoint(_phrases_with(new_text, shared))
 
 
 @lru_cache(maxsize=OWN_WORDS_CACHE)
@@ -212,6 +284,9 @@ def update_links(
             )
             if not ((shares_word and cosine >= floor) or similar):
                 continue
+            older, newer = (row, other) if direction == "newer" else (other, row)
+            if not tells_change_of(older.text, newer.text):
+                continue  # a shared word and a "now" are no change of what the older one says
             linked[chunk_id] = max(linked.get(chunk_id, 0.0), LINK_WEIGHT * relevance[seed])
             if direction == "newer":
                 superseded.setdefault(seed, set()).add(chunk_id)
@@ -240,7 +315,7 @@ def memory_entries_changed(
             fact_day = date_by(fact, now)
             if fact_day is None or fact_day >= day:
                 continue
-            if not rare & own_words(fact.text):
+            if not (rare & own_words(fact.text) and tells_change_of(fact.text, row.text)):
                 continue
             if row.id in vectors and fact.id in vectors:
                 if float(vectors[row.id] @ vectors[fact.id]) < LINK_COSINE_MEMORY:
