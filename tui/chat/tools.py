@@ -12,7 +12,10 @@ Contradictions: ``save_memory`` retires an older MEMORY.md entry only when
    results carry ids) or by its exact text; words that merely match are not enough (the
    result then lists the candidates with their ids so the model can name one), or
 2. the new memory is the exact negation of it ("The user is vegetarian" / "The user is not
-   vegetarian": same subject, same value, opposite polarity; see :func:`split_statement`).
+   vegetarian": same subject in the same words, same value, opposite polarity; see
+   :func:`negates`). A negation of another wording ("His birthday is not in May" for "The
+   user's birthday is in May": maybe someone else's) retires nothing: the result lists it as a
+   candidate, with its id, for the model to name in ``supersedes`` if the user confirms.
 
 Anything less certain keeps both ("My dog is called Max" and "My dog is a golden retriever"
 are both true). A retired entry leaves MEMORY.md for ``.memdeck/history.jsonl`` (state
@@ -51,6 +54,7 @@ _POSSESSIVE = re.compile(
     r"^(?:(?:the\s+)?user'?s?'?\s+|my\s+|our\s+|his\s+|her\s+|their\s+|the\s+|a\s+|an\s+)+",
     re.IGNORECASE,
 )
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _NAMED = re.compile(r"^\s*(?:called|named)\s+", re.IGNORECASE)
 _NEGATION = re.compile(r"^(?:not|no longer)\s+", re.IGNORECASE)
 _T = TypeVar("_T")
@@ -82,27 +86,40 @@ class ToolResult:
         return ToolResult(False, {"error": kind, "message": message, **extra})
 
 
-def split_statement(text: str) -> tuple[str, str] | None:
-    """``(subject, value)`` of a simple statement, normalised; None when it is not one."""
+def _statement(text: str) -> tuple[str, str, str] | None:
+    """``(subject as written, subject, value)`` of a simple statement, normalised: the subject
+    as written keeps its possessives and pronouns ("his birthday"), the subject drops them
+    ("birthday"); None when it is not one."""
     visible = " ".join(text.split()).strip(" .!")
     parts = _COPULA.split(visible, maxsplit=1)
     if len(parts) != 2:
         return None
-    subject = _POSSESSIVE.sub("", parts[0].strip()).strip()
-    subject = normalize_entry_text(subject)
+    written = normalize_entry_text(_ARTICLE.sub("", parts[0].strip()))
+    subject = normalize_entry_text(_POSSESSIVE.sub("", parts[0].strip()).strip())
     value = normalize_entry_text(_NAMED.sub("", parts[1]))
     if not subject or not value or len(subject.split()) > 6:
         return None
-    return subject, value
+    return written, subject, value
 
 
-def negates(new: str, old: str) -> bool:
-    """True when ``new`` is exactly ``old`` negated, or the reverse ("X is not Y" / "X is Y")."""
-    a, b = split_statement(new), split_statement(old)
-    if a is None or b is None or a[0] != b[0]:
+def split_statement(text: str) -> tuple[str, str] | None:
+    """``(subject, value)`` of a simple statement, normalised, the subject without possessives
+    or pronouns ("The user's dog is Luna": ``("dog", "luna")``); None when it is not one."""
+    statement = _statement(text)
+    return None if statement is None else statement[1:]
+
+
+def negates(new: str, old: str, *, same_words: bool = True) -> bool:
+    """True when ``new`` is ``old`` negated, or the reverse ("X is not Y" / "X is Y").
+
+    With ``same_words`` the subjects must be written alike ("The user's birthday" /
+    "The user's birthday"); without, they need only name the same thing once possessives and
+    pronouns are dropped ("His birthday" / "The user's birthday": maybe someone else's)."""
+    a, b = _statement(new), _statement(old)
+    if a is None or b is None or a[1] != b[1] or (same_words and a[0] != b[0]):
         return False
-    core_a, core_b = _NEGATION.sub("", a[1]), _NEGATION.sub("", b[1])
-    return core_a == core_b and (core_a != a[1]) != (core_b != b[1])
+    core_a, core_b = _NEGATION.sub("", a[2]), _NEGATION.sub("", b[2])
+    return core_a == core_b and (core_a != a[2]) != (core_b != b[2])
 
 
 def _brief(entry: MemoryEntry) -> dict[str, Any]:
@@ -212,6 +229,13 @@ class MemoryTools:
             )
             if candidates:
                 result["candidates"] = [_brief(e) for e in candidates]
+        elif candidates:
+            result["candidates"] = [_brief(e) for e in candidates]
+            result["note"] = (
+                "nothing was superseded: the new memory may contradict the candidates listed "
+                "(the subject is worded differently); if one of them is no longer true, call "
+                "save_memory again with supersedes=<its id>"
+            )
         return ToolResult(True, result, tuple(dict.fromkeys(changed)))
 
     @staticmethod
@@ -220,7 +244,9 @@ class MemoryTools:
     ) -> tuple[list[MemoryEntry], str, list[MemoryEntry]]:
         """``(entries to retire, why, candidates)``: by id or exact text when ``supersedes`` is
         given (else the entries containing its words, as candidates only), or the entries the
-        new memory exactly negates."""
+        new memory exactly negates (the same subject in the same words; a negation of another
+        wording, "His birthday is not in May" for "The user's birthday is in May", is only a
+        candidate)."""
         if supersedes:
             by_id = [e for e in active if e.entry_id == supersedes]
             if by_id:
@@ -232,7 +258,10 @@ class MemoryTools:
             words = [e for e in active if contains_all_terms(e.text, supersedes)]
             return [], "", words[:MAX_CANDIDATES]
         negated = [e for e in active if negates(content, e.text)]
-        return negated, "exact negation", []
+        maybe = [
+            e for e in active if e not in negated and negates(content, e.text, same_words=False)
+        ]
+        return negated, "exact negation", maybe[:MAX_CANDIDATES]
 
     # -- search / get --
 
