@@ -8,7 +8,9 @@ a real ``memdeck mcp``, the real embedding helper stopped with SIGSTOP, real fil
 
 from __future__ import annotations
 
+import json
 import re
+import tracemalloc
 import unicodedata
 from pathlib import Path
 
@@ -16,6 +18,9 @@ import pytest
 from support.chat_support import memdeck_env, run_memdeck
 from support.mcp_support import connected
 
+from tui.chat.tools import MemoryTools
+from tui.engine.engine import MemoryEngine
+from tui.engine.fileio import MAX_INDEXED_BYTES, FileTooLargeError
 from tui.engine.inject import MEMORY_TAG
 
 OPEN, CLOSE = f"<{MEMORY_TAG}>", f"</{MEMORY_TAG}>"
@@ -126,3 +131,56 @@ def test_text_that_is_no_marker_is_left_alone() -> None:
         "<memory> notes and <conversation> summary",
     ):
         assert neutralise_markers(text) == text
+
+
+# -- item 18: a file too large to index is too large to read ---------------------------------
+
+HUGE_LOG = "memory/2026-11-19.md"
+
+
+def make_huge_log(workspace: Path, size: int = 150 * 1024 * 1024) -> Path:
+    """A 150 MB daily log that costs no disk (sparse: a hand-written head, then a hole)."""
+    path = workspace / HUGE_LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        handle.write(b"# 2026-11-19\n\n- Walked the dog\n")
+        handle.truncate(size)
+    return path
+
+
+async def test_memory_get_over_mcp_refuses_a_file_over_the_index_bound(
+    forged_workspace: Path, tmp_path: Path
+) -> None:
+    make_huge_log(forged_workspace)
+    async with connected(forged_workspace, tmp_path) as session:
+        refused = await session.call_tool("memory_get", {"path": HUGE_LOG})
+        small = await session.call_tool("memory_get", {"path": "memory/2026-11-20.md"})
+    assert refused.isError is True
+    line = refused.content[0].text  # the one line a client shows
+    assert line.startswith("too_large: ") and "\n" not in line
+    message = json.loads(refused.content[1].text)["message"]
+    assert message in line and HUGE_LOG in message and "157.3 MB" in message
+    assert f"{MAX_INDEXED_BYTES / 1e6:.0f} MB limit" in message
+    assert small.isError is False and "SYSTEM-0" in small.structuredContent["text"]
+
+
+def test_a_huge_file_is_refused_without_being_read(memory: MemoryEngine) -> None:
+    make_huge_log(memory.workspace.root)
+    tools = MemoryTools(memory)
+    tracemalloc.start()
+    try:
+        result = tools.execute("memory_get", {"path": HUGE_LOG, "lines": 3})
+        with pytest.raises(FileTooLargeError, match="over the 8 MB limit"):
+            memory.store.read_file(HUGE_LOG)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.ok is False and result.content["error"] == "too_large"
+    assert peak < MAX_INDEXED_BYTES  # at most the bound was ever read, not 150 MB
+    # At the bound exactly, the file is still read (the same bound as the indexer's).
+    path = memory.workspace.root / HUGE_LOG
+    with path.open("r+b") as handle:
+        handle.truncate(MAX_INDEXED_BYTES)
+    shown = tools.execute("memory_get", {"path": HUGE_LOG, "lines": 3})
+    assert shown.ok and shown.content["text"].startswith("# 2026-11-19")
+    assert memory.store.read_file(HUGE_LOG).startswith("# 2026-11-19")

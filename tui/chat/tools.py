@@ -31,7 +31,7 @@ from datetime import date
 from typing import Any, TypeVar
 
 from ..engine.engine import MemoryEngine
-from ..engine.fileio import ConcurrentEditError
+from ..engine.fileio import ConcurrentEditError, FileTooLargeError, read_bounded
 from ..engine.metadata import split_meta
 from ..engine.store import MemoryEntry, normalize_entry_text
 from ..engine.textsearch import contains_all_terms
@@ -317,7 +317,11 @@ class MemoryTools:
             return ToolResult.error("not_found", f"{rel} does not exist")
         start = arguments.get("from", 1)
         count = arguments.get("lines", MAX_GET_LINES)
-        all_lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:
+            data = read_bounded(path, name=rel)
+        except FileTooLargeError as exc:
+            return ToolResult.error("too_large", str(exc))
+        all_lines = data.decode("utf-8", errors="replace").splitlines()
         window = all_lines[start - 1 : start - 1 + count]
         shown = []
         for raw in window:

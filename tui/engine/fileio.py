@@ -426,6 +426,26 @@ class MarkdownRead:
     warning: str | None = None
 
 
+class FileTooLargeError(ValueError):
+    """A memory file over :data:`MAX_INDEXED_BYTES`: not indexed, so not read whole either."""
+
+
+def read_bounded(path: Path, *, max_bytes: int = MAX_INDEXED_BYTES, name: str = "") -> bytes:
+    """The bytes of ``path`` when it holds at most ``max_bytes`` (the indexer's bound); a
+    larger file raises :class:`FileTooLargeError` naming it (``name``, else its path), having
+    read no more than ``max_bytes + 1`` bytes of it."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = b"" if size > max_bytes else handle.read(max_bytes + 1)
+    if size > max_bytes or len(data) > max_bytes:
+        raise FileTooLargeError(
+            f"{name or path} is {max(size, len(data)) / 1e6:.1f} MB, over the "
+            f"{max_bytes / 1e6:.0f} MB limit of a memory file (it is not indexed or read); "
+            "open it in an editor"
+        )
+    return data
+
+
 def read_markdown(path: Path, *, max_bytes: int = MAX_INDEXED_BYTES) -> MarkdownRead:
     """Read a Markdown file defensively.
 

@@ -25,6 +25,7 @@ from .fileio import (
     encode_exact,
     lock_for,
     printable,
+    read_bounded,
     replace_file,
     sha256_bytes,
 )
@@ -191,9 +192,12 @@ class MemoryStore:
         return MemoryFileState(data.decode("utf-8", errors="replace"), sha256_bytes(data))
 
     def read_file(self, rel_path: str) -> str:
-        """A memory file's text (empty when missing) through the path guard, for checks."""
+        """A memory file's text (empty when missing) through the path guard, for checks; a
+        file too large to index raises :class:`~.fileio.FileTooLargeError` unread."""
         path = self._guarded(rel_path)
-        return path.read_bytes().decode("utf-8", errors="replace") if path.exists() else ""
+        if not path.exists():
+            return ""
+        return read_bounded(path, name=rel_path).decode("utf-8", errors="replace")
 
     def edit_memory(self, change: Callable[[str], str]) -> str:
         """Apply ``change`` to MEMORY.md's text and replace the file atomically; return the new text.
