@@ -33,7 +33,8 @@ Someone (another editor, or the assistant) changed MEMORY.md while you had unsav
 
 - **Show diff** (the default): compare the two first.
 - **Keep both**: when you and the other side changed different lines, your buffer gets both
-  (a three-way merge against the text you started from); save to write it.
+  (a three-way merge against the text you started from); save to write it. Not offered when
+  it is unclear which of some identical lines a side changed.
 - **Keep mine**: keep your buffer; saving will replace the file on disk with it.
 - **Load theirs**: replace your buffer with the file on disk; **ctrl+z** brings your text back.
 - **Escape**: decide later; nothing is saved or reloaded.
