@@ -16,8 +16,13 @@ from pathlib import Path
 
 from support.chat_support import make_config, make_engine
 from support.fakeopenai import FakeOpenAI
+from support.pilot import app_ready, small_app, wait_until
+from textual import events
+from textual.pilot import Pilot
 
-from tui.chat.chat import FOLD_MARKER
+from tui.app.app import MemdeckApp
+from tui.app.widgets.chat_input import ChatInput
+from tui.chat.chat import FOLD_MARKER, ChatEngine
 from tui.chat.events import CompactionStarted, TurnDone, TurnError
 from tui.engine.embeddings import count_tokens
 
@@ -123,3 +128,98 @@ def test_a_folded_message_keeps_its_head_and_tail_and_says_what_was_left_out(
     short = "What is the capital of France?"
     assert engine.fit_message(short) == short
     engine.close()
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+SIZE = (120, 36)
+
+
+async def paste(pilot: Pilot, text: str) -> ChatInput:
+    """Focus the message box and paste ``text`` into it as the terminal delivers a paste."""
+    app = await app_ready(pilot)
+    box = app.main_screen.chat_pane.chat_input
+    box.focus()
+    app.post_message(events.Paste(text))
+    await wait_until(pilot, lambda: box.text == text, "the paste")
+    return box
+
+
+def notes(app: MemdeckApp) -> list[str]:
+    """The notifications shown so far."""
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_a_paste_too_long_for_the_context_is_refused_and_stays_in_the_box(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        box = await paste(pilot, HUGE_PASTE)
+        lines = f"{len(HUGE_PASTE.splitlines()):,} lines"
+        await wait_until(pilot, lambda: "tokens" in box.size_note, "the draft's size")
+        tokens = count_tokens(HUGE_PASTE)
+        assert box.size_note.startswith(f"{lines} · ~{tokens:,} tokens, over the ")
+        assert "ctrl+g" in box.size_note
+        pane = app.main_screen.chat_pane
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(notes(app)), "the refusal")
+        refusal = notes(app)[-1]
+        assert refusal.startswith(f"message not sent: it is ~{tokens:,} tokens")
+        assert "ctrl+g" in refusal
+        await pilot.pause()
+        assert box.text == HUGE_PASTE  # typed text is never lost
+        assert pane.messages == [] and not pane.busy
+        assert server.chat_requests == []
+        assert all(not engine.sessions.load(i.id).messages for i in engine.sessions.list())
+
+
+async def test_ctrl_g_folds_a_long_paste_to_its_head_and_tail_which_is_then_sent(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.enqueue(FakeOpenAI.text("Line 7."))
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        box = await paste(pilot, HUGE_PASTE)
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: FOLD_NOTE in box.text, "the fold")
+        folded = box.text
+        assert folded.endswith(QUESTION) and engine.measure_message(folded).fits
+        await wait_until(pilot, lambda: "over the" not in box.size_note, "the new size")
+        await pilot.press("ctrl+z")  # the fold is an edit: the whole text comes back
+        await wait_until(pilot, lambda: box.text == HUGE_PASTE, "the undo")
+        await pilot.press("ctrl+g")
+        await wait_until(pilot, lambda: FOLD_NOTE in box.text, "the fold")
+        await pilot.press("enter")
+        pane = app.main_screen.chat_pane
+        await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn")
+        assert server.chat_requests[-1].last_user_message == folded.strip()
+        assert box.text == ""
+
+
+async def test_a_long_paste_that_fits_shows_its_size_and_is_sent_whole(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.enqueue(FakeOpenAI.text("Line 7."))
+    text = log_paste(300)  # ~18 KB, ~4,000 tokens: fits the default context
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        box = await paste(pilot, text)
+        await wait_until(pilot, lambda: "tokens" in box.size_note, "the draft's size")
+        assert box.size_note == f"301 lines · ~{count_tokens(text):,} tokens"
+        assert box.border_subtitle  # shown on the box's edge
+        await pilot.press("enter")
+        pane = app.main_screen.chat_pane
+        await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn")
+        assert server.chat_requests[-1].last_user_message == text
+        assert box.size_note == "" and not box.border_subtitle
+
+
+async def test_a_short_draft_shows_no_size(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        box = await paste(pilot, "line one\nline two\nWhat changed?")
+        await pilot.pause()
+        assert box.size_note == "" and not box.border_subtitle

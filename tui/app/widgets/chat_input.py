@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from textual import events
 from textual.binding import Binding
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -38,6 +39,11 @@ exactly this text.
 - **Up** / **Down** on the first / last line: earlier messages you sent (your draft comes
   back at the end).
 - **Escape** while the assistant answers: stop the answer.
+
+A long draft (a big paste) shows its size in lines and tokens on the box's lower edge. A
+message too long for the model's context is not sent and stays here: shorten it, or press
+**ctrl+g** to keep only its head and tail (with a note of what was left out; **ctrl+z** brings
+the whole text back).
 """
 
     DEFAULT_CSS = """
@@ -91,6 +97,7 @@ exactly this text.
         #: Position in :attr:`sent_history` while browsing; None while editing the draft.
         self.history_index: int | None = None
         self._draft = ""
+        self._size_note = ""
 
     @property
     def value(self) -> str:
@@ -108,6 +115,17 @@ exactly this text.
         if isinstance(message, TextArea.Changed):
             message.set_sender(self)
         return super().post_message(message)
+
+    @property
+    def size_note(self) -> str:
+        """What the box's lower edge says about a long draft's size ("" for none)."""
+        return self._size_note
+
+    @size_note.setter
+    def size_note(self, note: str) -> None:
+        if note != self._size_note:
+            self._size_note = note
+            self.border_subtitle = Content(note) if note else None  # text, never markup
 
     def insert_text_at_cursor(self, text: str) -> None:
         """Insert ``text`` where the cursor is."""

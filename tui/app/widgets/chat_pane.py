@@ -16,7 +16,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Markdown, Static
+from textual.widgets import Markdown, Static, TextArea
 
 from tui.app.widgets.chat_input import ChatInput
 from tui.app.widgets.chat_markdown import ChatMarkdown
@@ -24,7 +24,7 @@ from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.app.widgets.tool_call_view import ToolCallView
-from tui.chat.chat import ChatEngine
+from tui.chat.chat import ChatEngine, MessageSize
 from tui.chat.events import (
     Compacted,
     CompactionFailed,
@@ -64,6 +64,24 @@ UNFOLD_VIEWS = 1.0
 FOLD_INTERVAL = 0.5
 #: Seconds of pictures one look may take (the nearest parts first; the rest at the next look).
 FOLD_BUDGET = 0.02
+#: A draft longer than this (lines or characters) shows its size on the message box's edge.
+LONG_DRAFT_LINES = 10
+LONG_DRAFT_CHARS = 1_000
+#: Seconds a long draft rests before its tokens are counted (a big paste takes a while).
+DRAFT_COUNT_DELAY = 0.3
+#: The key that folds a draft to its head and tail, unless ``[keymap]`` changes it.
+FOLD_DRAFT_KEY = "ctrl+g"
+
+
+def draft_size_note(lines: int, chars: int, size: MessageSize | None, fold_key: str) -> str:
+    """What the message box's edge says about a long draft: its lines and, once counted, its
+    tokens, and whether it is too long for the model's context."""
+    if size is None:
+        return f"{lines:,} lines · {chars:,} characters"
+    note = f"{lines:,} lines · ~{size.tokens:,} tokens"
+    if not size.fits:
+        note += f", over the {size.room:,} that fit · {fold_key}: head and tail"
+    return note
 
 
 def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
@@ -189,6 +207,14 @@ memory tools (shown inline; **Enter** on one expands it).
             tooltip="Stop the answer that is streaming",
             # The status line says "Escape stops" while answering. In the footer the key would
             # come and go with each turn, and each time Textual rebuilds the whole footer.
+            show=False,
+        ),
+        Binding(
+            FOLD_DRAFT_KEY,
+            "fold_draft",
+            "head and tail",
+            id="chat_pane.fold_draft",
+            tooltip="Keep only the head and tail of a message too long for the model's context",
             show=False,
         ),
     ]
@@ -388,6 +414,52 @@ memory tools (shown inline; **Enter** on one expands it).
         if not log.is_anchored and log.max_scroll_y > 0:
             log.anchor()
 
+    # -- a long draft --
+
+    @property
+    def fold_key(self) -> str:
+        """The key that folds a draft to its head and tail."""
+        return str(self.engine.config.keymap.get("chat_pane.fold_draft", FOLD_DRAFT_KEY))
+
+    @on(TextArea.Changed, "#chat-input")
+    def _draft_changed(self) -> None:
+        box = self.chat_input
+        lines, chars = box.document.line_count, len(box.text)
+        if lines <= LONG_DRAFT_LINES and chars <= LONG_DRAFT_CHARS:
+            self.workers.cancel_group(self, "draft_size")
+            box.size_note = ""
+            return
+        box.size_note = draft_size_note(lines, chars, None, self.fold_key)
+        self._count_draft()
+
+    @work(group="draft_size", exclusive=True, exit_on_error=False)
+    async def _count_draft(self) -> None:
+        await asyncio.sleep(DRAFT_COUNT_DELAY)  # a keystroke meanwhile cancels this count
+        box = self.chat_input
+        text = box.text
+        size = await asyncio.to_thread(self.engine.measure_message, text)
+        if box.text == text:
+            box.size_note = draft_size_note(
+                box.document.line_count, len(text), size, self.fold_key
+            )
+
+    def action_fold_draft(self) -> None:
+        """Replace a draft too long for the model's context with its head and tail and a note
+        of what was left out (an edit: ctrl+z brings the whole text back)."""
+        text = self.chat_input.text
+        if text.strip():
+            self._fold_draft(text)
+
+    @work(group="fold_draft", exclusive=True, exit_on_error=False)
+    async def _fold_draft(self, text: str) -> None:
+        folded = await asyncio.to_thread(self.engine.fit_message, text)
+        box = self.chat_input
+        if folded == text:
+            self.notify("the message fits the model's context: nothing to leave out")
+        elif box.text == text:  # else it was edited meanwhile: the user folds again
+            box.replace(folded, (0, 0), box.document.end)
+            box.move_cursor(box.document.end)
+
     # -- sending --
 
     @on(ChatInput.Submitted, "#chat-input")
@@ -403,9 +475,35 @@ memory tools (shown inline; **Enter** on one expands it).
         if self.busy:
             self.notify("still answering — Escape stops it", severity="warning")
             return
+        if len(text) > self.engine.message_room():  # else it fits: a word-piece is a character or more
+            self._send_if_it_fits(text)
+            return
+        self._send_draft(text)
+
+    def _send_draft(self, text: str) -> None:
         self.chat_input.remember(text)
         self.chat_input.clear()
         self.send(text)
+
+    @work(group="send_size", exclusive=True, exit_on_error=False)
+    async def _send_if_it_fits(self, text: str) -> None:
+        """Send a long draft if the model's context holds it; else say why, and keep it in the
+        box (nothing is sent or stored)."""
+        size = await asyncio.to_thread(self.engine.measure_message, text)
+        if not size.fits:
+            suggestion = f"shorten it, or press {self.fold_key} to keep its head and tail"
+            self.notify(
+                size.refusal(suggestion),
+                title="message not sent",
+                severity="warning",
+                timeout=20,
+                markup=False,
+            )
+            return
+        if self.busy:
+            self.notify("still answering — Escape stops it", severity="warning")
+        elif self.chat_input.text.strip() == text:  # else it was edited meanwhile: not sent
+            self._send_draft(text)
 
     def send(self, text: str) -> None:
         """Send ``text`` as the user's next message in the open session; with none open, ask
