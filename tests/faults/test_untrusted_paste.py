@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from subprocess import CompletedProcess
 
-from support.chat_support import make_config, make_engine
+from support.chat_support import ROOT, make_config, make_engine, memdeck_env
 from support.fakeopenai import FakeOpenAI
 from support.pilot import app_ready, small_app, wait_until
 from textual import events
@@ -223,3 +226,53 @@ async def test_a_short_draft_shows_no_size(
         box = await paste(pilot, "line one\nline two\nWhat changed?")
         await pilot.pause()
         assert box.size_note == "" and not box.border_subtitle
+
+
+# -- memdeck ask -----------------------------------------------------------------------------
+
+
+def ask(tmp_path: Path, server: FakeOpenAI, *args: str, stdin: str = "") -> CompletedProcess[str]:
+    """``memdeck ask`` as a process over ``tmp_path/ws``, the question piped on stdin."""
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from tui.cli import main; sys.exit(main())"]
+        + ["--workspace", str(tmp_path / "ws"), "ask", "--bm25", *args],
+        env=memdeck_env(server, tmp_path),
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_ask_refuses_a_question_over_the_context_in_one_line_and_sends_nothing(
+    tmp_path: Path,
+) -> None:
+    with FakeOpenAI() as server:
+        done = ask(tmp_path, server, "-", stdin=HUGE_PASTE)
+        assert done.returncode != 0
+        error = done.stderr.strip()
+        assert "\n" not in error and "Traceback" not in error
+        tokens = count_tokens(HUGE_PASTE)
+        assert error.startswith(f"memdeck: error: message not sent: it is ~{tokens:,} tokens")
+        assert error.endswith("shorten it, or add --fold to send its head and tail")
+        assert server.chat_requests == [] and done.stdout == ""
+        assert (tmp_path / "ws").is_dir()  # the workspace was opened: no session was made in it
+        assert not list((tmp_path / "ws" / "sessions").glob("*"))
+
+
+def test_ask_sends_a_long_question_whole_and_a_folded_one_with_its_question(
+    tmp_path: Path,
+) -> None:
+    paste = log_paste(300)
+    with FakeOpenAI() as server:
+        server.enqueue(FakeOpenAI.text("Line 7."), FakeOpenAI.text("Line 9."))
+        done = ask(tmp_path, server, "-", stdin=paste)
+        assert done.returncode == 0, done.stderr
+        assert server.chat_requests[-1].last_user_message == paste
+        done = ask(tmp_path, server, "--fold", "-", stdin=HUGE_PASTE)
+        assert done.returncode == 0, done.stderr
+        assert "only its head and tail are sent" in done.stderr
+        sent = server.chat_requests[-1].last_user_message
+        assert sent is not None and FOLD_NOTE in sent and sent.endswith(QUESTION)
+        assert done.stdout.strip() == "Line 9."

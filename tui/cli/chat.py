@@ -86,7 +86,9 @@ def _print_trigger(event: TriggerEvent) -> None:
 
 
 def _configure_ask(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("question", help="what to ask")
+    parser.add_argument(
+        "question", help="what to ask (- reads it from stdin: a paste too long for a command line)"
+    )
     parser.add_argument(
         "--session", default=None, help="continue this session (default: a new one)"
     )
@@ -104,6 +106,12 @@ def _configure_ask(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let the model forget more than max_forgets_per_turn memories in this turn "
         "(refused otherwise; `memdeck forgotten --restore` undoes a forget)",
+    )
+    parser.add_argument(
+        "--fold",
+        action="store_true",
+        help="if the question is too long for the model's context, send its head and tail "
+        "with a note of what was left out (refused otherwise)",
     )
     _add_llm_flags(parser)
 
@@ -161,6 +169,25 @@ async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> in
     return status
 
 
+def _question(args: argparse.Namespace, engine: ChatEngine) -> str:
+    """The question to send: refused in one line when the model's context cannot hold it,
+    folded to its head and tail instead with ``--fold``."""
+    question: str = sys.stdin.read() if args.question == "-" else args.question
+    if not question.strip():
+        raise CliError("the question is empty")
+    size = engine.measure_message(question)
+    if size.fits:
+        return question
+    if not args.fold:
+        raise CliError(size.refusal("shorten it, or add --fold to send its head and tail"))
+    print(
+        f"memdeck: note: the question is ~{size.tokens:,} tokens; only its head and tail are "
+        f"sent ({size.room:,} tokens fit)",
+        file=sys.stderr,
+    )
+    return engine.fit_message(question, size.room)
+
+
 def _run_ask(args: argparse.Namespace) -> int:
     from ..chat.sessions import SessionError
 
@@ -169,6 +196,7 @@ def _run_ask(args: argparse.Namespace) -> int:
         problem = engine.llm_problem
         if problem:
             raise CliError(problem)
+        question = _question(args, engine)
         try:
             if args.session:
                 if not engine.sessions.exists(args.session):
@@ -187,7 +215,7 @@ def _run_ask(args: argparse.Namespace) -> int:
         asyncio.run(workbench.flush_left(session_id, workbench.open(session_id)))
         if args.allow_forget:
             engine.confirm_forget = _allow_forget
-        status = asyncio.run(_stream_turn(engine, session_id, args.question))
+        status = asyncio.run(_stream_turn(engine, session_id, question))
         if args.flush:
             for event in asyncio.run(workbench.end_session()):
                 _print_trigger(event)
