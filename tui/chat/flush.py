@@ -45,6 +45,7 @@ from ..engine.markdown import is_heading, parse_heading, strip_bullet
 from ..engine.metadata import EntryMeta, format_meta
 from ..engine.store import (
     EntryBatch,
+    clean_written_text,
     has_tag,
     normalize_entry_text,
     parse_entries,
@@ -113,9 +114,11 @@ def parse_summary(text: str) -> tuple[str, list[str]]:
     """Split a summary answer into the daily summary and a list of long-term facts.
 
     Without the section headings the whole answer is the summary; "None" means no facts.
-    Headings inside the summary are demoted so they cannot break the daily log's structure.
+    Headings inside the summary are demoted so they cannot break the daily log's structure;
+    the answer is model text, cleaned like every written one (see
+    :func:`~tui.engine.store.clean_written_text`).
     """
-    text = text.strip()
+    text = clean_written_text(text).text.strip()
     daily_match = _DAILY_RE.search(text)
     facts_match = _FACTS_RE.search(text)
     if daily_match:
@@ -177,6 +180,7 @@ def _message_day(message: Message) -> date:
 
 
 def _clean_title(title: str) -> str:
+    title = clean_written_text(title).text
     return re.sub(r"[<>\"#`]", "", " ".join(title.split()))[:80] or "untitled"
 
 

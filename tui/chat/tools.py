@@ -25,7 +25,7 @@ are both true). A retired entry leaves MEMORY.md for ``.memdeck/history.jsonl`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, TypeVar
@@ -33,7 +33,13 @@ from typing import Any, TypeVar
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, FileTooLargeError, read_bounded
 from ..engine.metadata import split_meta
-from ..engine.store import MemoryEntry, normalize_entry_text
+from ..engine.store import (
+    EntryBatch,
+    MemoryEntry,
+    clean_written_text,
+    normalize_entry_text,
+    parse_entries,
+)
 from ..engine.textsearch import contains_all_terms
 from ..engine.workspace import MEMORY_FILE, PathRefusedError
 from .tool_specs import (
@@ -181,34 +187,59 @@ class MemoryTools:
 
     def save_memory(self, arguments: dict[str, Any]) -> ToolResult:
         """Append a high-confidence entry to MEMORY.md, retiring only what it supersedes
-        (see the module docstring). ``arguments`` are validated."""
-        content = arguments["content"].strip()
-        supersedes = arguments.get("supersedes", "").strip()
-        active = [e for e in self.memory.store.entries() if e.active]
-        normalized = normalize_entry_text(content)
-        duplicate = next((e for e in active if normalize_entry_text(e.text) == normalized), None)
-        others = [e for e in active if e is not duplicate]
-        retire, why, candidates = self._superseded_by(content, supersedes, others)
-        result: dict[str, Any]
-        if duplicate is not None:
-            entry_id = duplicate.entry_id
-            result = {"saved": False, "id": entry_id, "message": "Already remembered."}
-            changed: list[str] = []
-        else:
-            meta, saved = self.memory.save_entry(
-                content,
-                confidence="high",
-                source="assistant",
-                day=self.today(),
-                origin="assistant: save_memory",
+        (see the module docstring). ``arguments`` are validated.
+
+        The text is cleaned first (:func:`~tui.engine.store.clean_written_text`: no control
+        characters, no comment markers; the result says what changed). Whether the same fact
+        is already there is decided inside the locked edit, so two writers saving it at once
+        write it once."""
+        cleaned = clean_written_text(arguments["content"])
+        content = cleaned.text.strip()
+        if not content:
+            return ToolResult.error(
+                "validation_error",
+                "Parameter 'content' has nothing left to save: "
+                + "; ".join(cleaned.changes or ("it is blank",)),
             )
-            entry_id = meta.id
+        supersedes = arguments.get("supersedes", "").strip()
+        normalized = normalize_entry_text(content)
+        others = [
+            e
+            for e in self.memory.store.entries()
+            if e.active and normalize_entry_text(e.text) != normalized
+        ]
+        retire, why, candidates = self._superseded_by(content, supersedes, others)
+        remembered: list[MemoryEntry] = []
+
+        def unless_remembered(memory_text: str, contents: Sequence[str]) -> Sequence[str]:
+            # Runs under MEMORY.md's lock: a save racing this one is either seen here or waits.
+            remembered[:] = [
+                e
+                for e in parse_entries(memory_text)
+                if e.active and normalize_entry_text(e.text) == normalized
+            ][:1]
+            return () if remembered else contents
+
+        written, saved = self.memory.save_entries(
+            EntryBatch([content], "high", "assistant", self.today()),
+            keep=unless_remembered,
+            origin="assistant: save_memory",
+        )
+        result: dict[str, Any]
+        changed = list(saved.paths)
+        if not written:
+            entry_id = remembered[0].entry_id if remembered else None
+            result = {"saved": False, "id": entry_id, "message": "Already remembered."}
+        else:
+            entry_id = written[0].id
             result = {
                 "saved": True,
                 "id": entry_id,
                 "message": "Saved to long-term memory; it will be known in future conversations.",
             }
-            changed = list(saved.paths)
+            if cleaned.changes:
+                result["cleaned"] = list(cleaned.changes)
+                result["message"] += " Before saving: " + "; ".join(cleaned.changes) + "."
         retired: list[MemoryEntry] = []
         if retire:
             retired, superseded = self.memory.supersede(
@@ -419,11 +450,21 @@ class MemoryTools:
     # -- daily log (silent pre-compaction turn only) --
 
     def append_daily_log(self, arguments: dict[str, Any]) -> ToolResult:
-        """Append a note to today's daily log and index it. ``arguments`` are validated."""
+        """Append a note to today's daily log and index it. ``arguments`` are validated; the
+        note is cleaned like :meth:`save_memory`'s text."""
+        cleaned = clean_written_text(arguments["content"])
+        if not cleaned.text.strip():
+            return ToolResult.error(
+                "validation_error",
+                "Parameter 'content' has nothing left to write: " + "; ".join(cleaned.changes),
+            )
         change = self.memory.append_daily(
-            arguments["content"].strip() + "\n", self.today(), origin="assistant: append_daily_log"
+            cleaned.text.strip() + "\n", self.today(), origin="assistant: append_daily_log"
         )
-        return ToolResult(True, {"appended": change.paths[0]}, change.paths)
+        content: dict[str, Any] = {"appended": change.paths[0]}
+        if cleaned.changes:
+            content["cleaned"] = list(cleaned.changes)
+        return ToolResult(True, content, change.paths)
 
 
 def _snippet(text: str, limit: int = MAX_SNIPPET_CHARS) -> str:

@@ -19,6 +19,9 @@ INACTIVE_STATES = frozenset({"forgotten", "superseded"})
 _OPENER = re.compile(r"<!--\s*mem\b")
 #: A pair starts where a key starts (the look-behind keeps a long key-like run linear).
 _PAIR = re.compile(r"(?<![a-z_])(?P<key>[a-z_]+)=(?P<value>\"[^\"]*\"|\S+)")
+#: What opens and closes an HTML comment, and their Markdown-escaped forms (shown the same
+#: by a Markdown viewer, but neither opens nor closes a comment).
+COMMENT_MARKERS = (("<!--", "<\\!--"), ("-->", "--\\>"))
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,19 @@ def _find_comment(line: str) -> tuple[int, str] | None:
     if opener is None:
         return None
     return opener.start(), line[opener.end() : close]
+
+
+def escape_comment_markers(text: str) -> tuple[str, int]:
+    """``text`` with every ``<!--`` and ``-->`` backslash-escaped, and how many were: text
+    from a client or model written before an entry's metadata comment can then neither open
+    a comment of its own nor close or extend the real one."""
+    count = 0
+    for marker, escaped in COMMENT_MARKERS:
+        found = text.count(marker)
+        if found:
+            text = text.replace(marker, escaped)
+            count += found
+    return text, count
 
 
 def format_meta(meta: EntryMeta) -> str:

@@ -30,7 +30,7 @@ from .fileio import (
     sha256_bytes,
 )
 from .markdown import is_fence, is_heading, match_bullet
-from .metadata import EntryMeta, new_entry_id, split_meta, with_meta
+from .metadata import EntryMeta, escape_comment_markers, new_entry_id, split_meta, with_meta
 from .workspace import MEMORY_FILE, PathRefusedError, Workspace
 
 MEMORY_TEMPLATE = "# Long-term Memory\n\n"
@@ -39,6 +39,9 @@ RECOVERY_DIR = "recovery"
 ANNOUNCED_SUFFIX = ".announced"
 
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+#: Control characters a client or model may not write: C0 but tab and newline, DEL, C1.
+_WRITTEN_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CARRIAGE_RETURN = re.compile("\r\n?")
 
 
 @dataclass(frozen=True)
@@ -483,9 +486,52 @@ def without_nul(text: str) -> str:
     return text.replace("\x00", "") if "\x00" in text else text
 
 
+def without_controls(text: str) -> tuple[str, str | None]:
+    """``text`` without control characters other than newline and tab (C0, DEL, C1), and a
+    line saying what was removed (None when nothing was)."""
+    controls = _WRITTEN_CONTROL.findall(text)
+    if not controls:
+        return text, None
+    kinds = ", ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(controls))
+    plural = "s" if len(controls) != 1 else ""
+    note = f"removed {len(controls)} control character{plural} ({kinds})"
+    return _WRITTEN_CONTROL.sub("", text), note
+
+
+@dataclass(frozen=True)
+class CleanedText:
+    """Text from a client or a model as it may be written, and what was changed (one line each)."""
+
+    text: str
+    changes: tuple[str, ...] = ()
+
+
+def clean_written_text(text: str) -> CleanedText:
+    """``text`` a client or the model asked to write, made fit for a memory file.
+
+    Control characters other than newline and tab (C0, DEL, C1: escape sequences, bells, the
+    8-bit CSI) are removed, so nothing written can reach a terminal as control; line breaks
+    (CR LF, CR) become newlines; ``<!--`` and ``-->`` are escaped, so the text cannot forge
+    or swallow an entry's metadata comment. Files the user writes are never passed through
+    this: their bytes are theirs.
+    """
+    text, removed = without_controls(_CARRIAGE_RETURN.sub("\n", text))
+    changes = [removed] if removed else []
+    text, escaped = escape_comment_markers(text)
+    if escaped:
+        changes.append(
+            f"escaped {escaped} comment marker{'s' if escaped != 1 else ''} "
+            "('<!--' or '-->'), which would open or close the entry's metadata comment"
+        )
+    return CleanedText(text, tuple(changes))
+
+
 def format_entry(content: str, meta: EntryMeta) -> str:
-    """A MEMORY.md bullet carrying ``meta``; extra lines of ``content`` become indented continuations."""
-    lines = [line.rstrip() for line in without_nul(content).strip().splitlines() if line.strip()]
+    """A MEMORY.md bullet carrying ``meta``; extra lines of ``content`` become indented
+    continuations. ``content`` (from a client or the model) goes through
+    :func:`clean_written_text` first."""
+    cleaned = clean_written_text(content).text
+    lines = [line.rstrip() for line in cleaned.strip().splitlines() if line.strip()]
     first = lines[0].lstrip("-*+ ").strip() if lines else ""
     return "- " + with_meta(first, meta) + "".join(f"\n  {line.strip()}" for line in lines[1:])
 

@@ -20,8 +20,21 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from ...engine.metadata import INACTIVE_STATES, EntryMeta, format_meta, new_entry_id, split_meta
-from ...engine.store import MemoryEntry, file_lines, normalize_entry_text, parse_entries
+from ...engine.metadata import (
+    INACTIVE_STATES,
+    EntryMeta,
+    escape_comment_markers,
+    format_meta,
+    new_entry_id,
+    split_meta,
+)
+from ...engine.store import (
+    MemoryEntry,
+    file_lines,
+    normalize_entry_text,
+    parse_entries,
+    without_controls,
+)
 from .proposal import RETIRING_KINDS, ConsolidationStats, EntryChange, Proposal, unified_diff
 from .validation import (
     check_answer,
@@ -269,6 +282,36 @@ def count_changes(changes: Sequence[EntryChange], base_entries: int) -> Consolid
     )
 
 
+def _cleaned_draft(draft: str, base_text: str) -> tuple[str, list[str]]:
+    """The model's draft with the lines it wrote (those not in MEMORY.md as written) cleaned:
+    control characters removed, and ``<!--``/``-->`` before the line's metadata comment
+    escaped, so a new or reworded entry cannot forge the comment its line is given. Lines
+    kept from MEMORY.md keep the user's bytes. Returns the notes saying what changed."""
+    kept = set(file_lines(base_text))
+    lines: list[str] = []
+    controls = markers = 0
+    for line in file_lines(draft):
+        if line not in kept:
+            visible, _ = split_meta(line)
+            text, escaped = escape_comment_markers(visible)
+            cleaned = text + line[len(visible) :]
+            without, _ = without_controls(cleaned)
+            controls += len(cleaned) - len(without)
+            markers += escaped
+            line = without
+        lines.append(line)
+    notes: list[str] = []
+    if controls:
+        plural = "s" if controls != 1 else ""
+        notes.append(f"removed {controls} control character{plural} from the model's lines")
+    if markers:
+        plural = "s" if markers != 1 else ""
+        notes.append(
+            f"escaped {markers} comment marker{plural} ('<!--', '-->') in the model's lines"
+        )
+    return "\n".join(lines) + "\n", notes
+
+
 def plan_proposal(
     base_text: str,
     base_hash: str,
@@ -292,6 +335,7 @@ def plan_proposal(
     draft = extract_document(answer)
     check_answer(draft, base_text)
     draft, preamble = strip_preamble(draft, base_text)
+    draft, cleaned = _cleaned_draft(draft, base_text)
     base_entries = parse_entries(base_text)
     draft_entries = parse_entries(draft)
     plan = plan_entries(
@@ -322,6 +366,7 @@ def plan_proposal(
         notes=(
             *notes,
             *([preamble] if preamble else []),
+            *cleaned,
             *plan.notes,
             *removed_headings(base_text, text),
         ),
