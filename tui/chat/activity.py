@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.fileio import PRIVATE_FILE_MODE, append_text, lock_for
+from ..engine.fileio import append_text, lock_for, open_own_file, read_own_file
 from ..engine.store import RetiredRecord
 from ..engine.workspace import STATE_DIR
 
@@ -140,7 +140,7 @@ class ActivityLog:
                     break
                 kept.append(line)
             tmp = self.path.with_name(self.path.name + ".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+            fd = open_own_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             with os.fdopen(fd, "wb") as out:
                 out.writelines(reversed(kept))
                 out.flush()
@@ -150,7 +150,7 @@ class ActivityLog:
     def read(self, limit: int | None = None) -> list[ActivityRecord]:
         """The records, oldest first (the last ``limit`` of them)."""
         try:
-            data = self.path.read_bytes()
+            data = read_own_file(self.path)
         except OSError:
             return []
         records = []

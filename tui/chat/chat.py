@@ -372,7 +372,8 @@ class ChatEngine:
         """Run one user turn and yield its events (see the module docstring).
 
         Raises :class:`SessionError` only for an unknown session; every other failure is a
-        :class:`TurnError` event, after which the iteration ends.
+        :class:`TurnError` event, after which the iteration ends. A message over
+        :meth:`message_room` is refused first (``too_large``): nothing is stored or sent.
         """
         if not self.sessions.exists(session_id):
             raise SessionError(f"no session {session_id!r}")

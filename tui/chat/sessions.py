@@ -38,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..engine.fileio import append_text
+from ..engine.fileio import append_text, read_own_file
 from ..engine.search import SearchResult
 from ..engine.workspace import Workspace
 
@@ -386,7 +386,7 @@ class SessionStore:
             cached = self._cache.get(session_id)
             if cached and cached[0] == key:
                 return cached[1]
-        transcript = _parse(session_id, path.read_bytes())
+        transcript = _parse(session_id, read_own_file(path))
         with self._cache_lock:
             self._cache[session_id] = (key, transcript)
         return transcript
@@ -477,7 +477,7 @@ class SessionStore:
         """Parse a transcript in the trash (``path`` as :meth:`delete` returned it)."""
         if path.parent != self.trash:
             raise SessionError(f"{path} is not in {self.trash}")
-        return _parse(path.name.split(".", 1)[0], path.read_bytes())
+        return _parse(path.name.split(".", 1)[0], read_own_file(path))
 
     def restore(self, session_id: str) -> SessionInfo:
         """Move a deleted session back from the trash (its latest copy there)."""

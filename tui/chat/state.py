@@ -9,7 +9,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.fileio import atomic_write_text, lock_for
+from ..engine.fileio import atomic_write_text, lock_for, read_own_file
 from ..engine.workspace import Workspace
 from .events import TriggerEvent
 
@@ -32,7 +32,7 @@ class WorkspaceState:
     def read(self) -> dict[str, Any]:
         """The whole state (empty when missing or unreadable)."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_own_file(self.path).decode("utf-8"))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}

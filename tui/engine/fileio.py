@@ -16,9 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from filelock import FileLock
+
+from .workspace import LinkRefusedError, refuse_own_links
 
 #: Files larger than this are not indexed (a log this size is almost certainly not hand-written memory).
 MAX_INDEXED_BYTES = 8 * 1024 * 1024
@@ -70,17 +72,64 @@ def lock_for(path: Path) -> FileLock:
     """The inter-process lock that guards app writes to ``path``.
 
     The lock file lives in the workspace's ``.memdeck/locks`` folder when there is one, so
-    lock files never litter the user's Markdown folders.
+    lock files never litter the user's Markdown folders. A symlink there (the folders or the
+    lock file) is refused with :class:`LinkRefusedError`.
     """
     path = Path(path)
     for parent in path.parents:
         state = parent / ".memdeck"
         if state.is_dir():
             locks = state / "locks"
+            refuse_own_links(locks)
             locks.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
             rel = os.path.relpath(path, parent).replace(os.sep, "__")
-            return FileLock(str(locks / f"{rel}.lock"), timeout=10)
+            lock_file = locks / f"{rel}.lock"
+            refuse_own_links(lock_file)  # filelock opens it with O_NOFOLLOW: a link fails there
+            return FileLock(str(lock_file), timeout=10)
     return FileLock(str(path) + ".lock", timeout=10)
+
+
+def open_own_file(path: Path, flags: int, mode: int = PRIVATE_FILE_MODE) -> int:
+    """``os.open`` for a file in memdeck's own folders (``.memdeck/``, ``sessions/``), never
+    through a symlink: a link at the file (``O_NOFOLLOW``) or at a folder between it and the
+    own folder is refused with :class:`LinkRefusedError`. Elsewhere (a memory file, opened
+    by its real path) only the last component is not followed."""
+    path = Path(path)
+    refuse_own_links(path)
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and path.is_symlink():  # made since the check
+            raise LinkRefusedError(f"{path} is a symbolic link; memdeck does not follow it") from exc
+        raise
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (unbuffered: nothing is left to be written
+    later); a short write is retried, and one that cannot go on (a full disk, a size limit)
+    raises OSError instead of passing for done."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def open_own_reader(path: Path) -> BinaryIO:
+    """A binary reader of a file in memdeck's own folders, never opened through a symlink
+    (see :func:`open_own_file`)."""
+    return os.fdopen(open_own_file(path, os.O_RDONLY), "rb")
+
+
+def read_own_file(path: Path) -> bytes:
+    """The whole content of a file in memdeck's own folders, never read through a symlink
+    (see :func:`open_own_file`)."""
+    fd = open_own_file(path, os.O_RDONLY)
+    try:
+        return _read_fd(fd)
+    finally:
+        os.close(fd)
 
 
 #: Tried by :func:`replace_file` before the portable fallback; tests switch it off to cover both.
@@ -257,6 +306,7 @@ def replace_file(
     :func:`lock_for` against other memdeck writers.
     """
     path = Path(path)
+    refuse_own_links(path)  # a state file that is a link is refused, not replaced
     make_private_dir(path.parent)
     base = _settled(lambda: _read_or_none(path))
     new = change(base or b"")
@@ -376,24 +426,21 @@ def append_text(path: Path, text: str, *, header: str = "") -> None:
     or nothing (a write that fails part-way is truncated back off).
 
     ``header`` is written first when the file is missing or empty. The existing bytes are
-    never decoded or rewritten, whatever their encoding.
+    never decoded or rewritten, whatever their encoding. The file is never opened through a
+    symlink (see :func:`open_own_file`).
     """
     path = Path(path)
+    refuse_own_links(path.parent)
     make_private_dir(path.parent)
     with lock_for(path):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE_MODE)
+        fd = open_own_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             size = os.lseek(fd, 0, os.SEEK_END)
             prefix = header if size == 0 else ""
-            if size:
-                with open(path, "rb") as reader:
-                    reader.seek(size - 1)
-                    if reader.read(1) != b"\n":
-                        prefix = "\n"
-            data = memoryview((prefix + text).encode("utf-8"))
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                prefix = "\n"
             try:
-                while data:  # unbuffered: nothing is left to be written later
-                    data = data[os.write(fd, data) :]
+                write_all(fd, (prefix + text).encode("utf-8"))
                 os.fsync(fd)
             except OSError:
                 # A full disk (or a size limit) cut the write short: take the partial bytes

@@ -42,7 +42,7 @@ from .index_text import FullTextReads
 from .index_vectors import VectorWrites
 from .textsearch import fts_body
 from .vectors import VectorMirror
-from .workspace import Workspace
+from .workspace import Workspace, refuse_own_links
 
 __all__ = ["CACHE_MAX_ENTRIES", "ChunkRow", "MemoryIndex", "Progress", "SyncReport"]
 
@@ -220,6 +220,9 @@ class MemoryIndex(FullTextReads, VectorWrites):
 
     def _open_once(self) -> sqlite3.Connection:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        refuse_own_links(self.path)
+        if self.path.exists() and not self.path.is_file():  # a folder, a pipe…: no index
+            self._move_aside("it is not a file")
         conn: sqlite3.Connection | None = None
         try:
             conn, identity = self._connect_identified()
@@ -234,14 +237,7 @@ class MemoryIndex(FullTextReads, VectorWrites):
                 raise self._locked_error(exc) from exc
             if not is_unusable_file(exc):
                 raise
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            for suffix in ("", "-wal", "-shm"):
-                src = Path(str(self.path) + suffix)
-                if src.exists():
-                    os.replace(src, Path(str(aside) + suffix))
-            self.notices.append(
-                f"index {self.path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt from the Markdown files"
-            )
+            self._move_aside(str(exc))
             conn, identity = self._connect_identified()
             try:
                 self._init_schema(conn)
@@ -253,6 +249,19 @@ class MemoryIndex(FullTextReads, VectorWrites):
         self._identity = identity
         self.generation = _stored_generation(conn)
         return self._track(conn)
+
+    def _move_aside(self, reason: str) -> None:
+        """Move an unusable index file (and its side files) aside, to be rebuilt from the
+        Markdown files; the notice says so in one line."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(aside) + suffix))
+        self.notices.append(
+            f"index {self.path} was unreadable ({reason}); moved aside to {aside.name} and "
+            "rebuilt from the Markdown files"
+        )
 
     def _connect_identified(self) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
         """A connection and the identity of the file it opened (stat before and after agree)."""

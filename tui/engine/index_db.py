@@ -16,6 +16,9 @@ import numpy as np
 import sqlean as sqlite3
 import sqlite_vec
 
+from .fileio import open_own_file
+from .workspace import LinkRefusedError, refuse_own_links
+
 #: FTS5 tokenizer of the chunk text: porter stemming over unicode61 (CJK is spelled as bigrams).
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -137,20 +140,42 @@ def finite_vector(blob: bytes) -> bool:
     return bool(np.isfinite(np.frombuffer(blob, dtype=np.float32)).all())
 
 
+def fitting_vector(blob: object, dims: int) -> bool:
+    """Whether a stored vector fits a model of ``dims`` dimensions: ``dims`` finite float32s.
+
+    A cache row that does not (another width, another number type, NaN) is never copied
+    into the vector table: one such row made every sync and rebuild fail."""
+    return isinstance(blob, bytes) and len(blob) == dims * 4 and finite_vector(blob)
+
+
+#: Files SQLite opens beside the database, by name (a link there would be followed).
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
 def _create_private(path: Path) -> None:
     """Create the database file readable only by the user before SQLite does (SQLite gives its
     -wal and -shm files the database's mode). An index left readable by others is tightened:
-    it holds the text of every memory."""
+    it holds the text of every memory.
+
+    SQLite opens the file and its side files by name, following links: a link at any of them
+    is refused with :class:`LinkRefusedError` first, and the mode is changed through a
+    descriptor opened without following one, never through a link."""
     if str(path) == ":memory:":
         return
+    for suffix in ("", *SIDE_FILES):
+        refuse_own_links(Path(str(path) + suffix))
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        with contextlib.suppress(OSError):
-            if path.stat().st_mode & 0o077:
-                path.chmod(0o600)
+        fd = open_own_file(path, os.O_RDONLY | os.O_CREAT)
+    except LinkRefusedError:
+        raise
     except OSError:
-        pass  # SQLite says what is wrong when it opens it
+        return  # a folder, no permission…: SQLite (or the caller) says what is wrong
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def connect(path: Path | str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:

@@ -21,6 +21,7 @@ from .index_db import (
     _next_cache_stamp,
     _transaction,
     finite_vector,
+    fitting_vector,
     follows_rebuilds,
     is_busy,
 )
@@ -73,8 +74,8 @@ class VectorWrites:
             (model,),
         )
         while page := hits.fetchmany(COMMIT_EVERY):
-            poisoned = {r[2] for r in page if not finite_vector(r[1])}
-            if poisoned:  # cached before non-finite vectors were refused: embed them again
+            poisoned = {r[2] for r in page if not fitting_vector(r[1], self.embedder.dims)}
+            if poisoned:  # non-finite (cached before they were refused) or of another width
                 self._drop_cached(model, poisoned)
                 page = [r for r in page if r[2] not in poisoned]
             self._store_vectors([(r[0], r[1]) for r in page], cache=None)
@@ -193,11 +194,15 @@ class VectorWrites:
         """Every cache entry, with its recency, streamed (not held in memory) into ``other``.
 
         Nothing is evicted here: ``other``'s sync prunes once all its chunks are in, so an
-        entry the rebuilt index uses is never lost. Skipped if this file is unreadable.
+        entry the rebuilt index uses is never lost. Rows of ``other``'s model that are not of
+        its width are left behind (a rebuild is the recovery: it must not carry them over).
+        Skipped if this file is unreadable.
         """
         try:
             rows = self._reader().execute(
-                "SELECT model, hash, embedding, last_used FROM embedding_cache"
+                """SELECT model, hash, embedding, last_used FROM embedding_cache
+                   WHERE model != ? OR length(embedding) = ?""",
+                (other.embedder.fingerprint, other.embedder.dims * 4),
             )
             with _transaction(other._writer) as conn:
                 conn.executemany(

@@ -9,6 +9,7 @@ the entry it edits and nothing else (other lines keep their encoding, CRLF, BOM,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -18,25 +19,61 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import platformdirs
+
 from .fileio import (
     ConcurrentEditError,
     append_text,
     decode_exact,
     encode_exact,
     lock_for,
+    make_private_dir,
+    open_own_file,
     printable,
     read_bounded,
+    read_own_file,
     replace_file,
     sha256_bytes,
+    write_all,
 )
 from .markdown import is_fence, is_heading, match_bullet
 from .metadata import EntryMeta, escape_comment_markers, new_entry_id, split_meta, with_meta
-from .workspace import MEMORY_FILE, PathRefusedError, Workspace
+from .workspace import MEMORY_FILE, PathRefusedError, Workspace, refuse_own_links
 
 MEMORY_TEMPLATE = "# Long-term Memory\n\n"
 #: Under ``.memdeck``: copies of unsaved editor text kept when the app is killed.
 RECOVERY_DIR = "recovery"
 ANNOUNCED_SUFFIX = ".announced"
+
+
+def fallback_recovery_dir() -> Path:
+    """Where a recovery copy goes when the workspace cannot take it: ``recovery`` in the
+    platform's state folder for memdeck (``$XDG_STATE_HOME/memdeck`` on Linux)."""
+    return Path(platformdirs.user_state_dir("memdeck")) / RECOVERY_DIR
+
+
+def _write_new_copy(folder: Path, name: str, data: bytes) -> Path:
+    """``data`` in a new private file ``folder/name`` (``-1``, ``-2``… when taken), written
+    whole and fsynced; a copy cut short is removed and the error raised."""
+    refuse_own_links(folder)
+    make_private_dir(folder)
+    for attempt in range(1000):
+        path = folder / f"{name}{f'-{attempt}' if attempt else ''}"
+        try:
+            fd = open_own_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
+        os.close(fd)
+        return path
+    raise FileExistsError(f"too many recovery copies named {name} in {folder}")
 
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 #: Control characters a client or model may not write: C0 but tab and newline, DEL, C1.
@@ -234,30 +271,28 @@ class MemoryStore:
 
     def save_recovery_copy(self, text: str, when: datetime | None = None) -> Path:
         """Keep unsaved editor text in ``.memdeck/recovery/MEMORY.md.<time>`` (a new private
-        file, never MEMORY.md itself): what a quit by signal leaves instead of losing it."""
-        folder = self.workspace.state_dir / RECOVERY_DIR
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        file, never MEMORY.md itself): what a quit by signal leaves instead of losing it.
+
+        The copy is written whole and fsynced, or removed. When the workspace cannot take it
+        (a full disk, a link, no permission) the platform's state folder for memdeck is tried
+        next (:func:`fallback_recovery_dir`, private). Returns where the copy is; raises
+        OSError naming every place tried when none could take it.
+        """
         stamp = (when or datetime.now()).strftime("%Y-%m-%d-%H%M%S")
         data = encode_exact(text)
-        for attempt in range(1000):
-            path = folder / f"{MEMORY_FILE}.{stamp}{f'-{attempt}' if attempt else ''}"
+        failures: list[str] = []
+        for folder in (self.workspace.state_dir / RECOVERY_DIR, fallback_recovery_dir()):
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                continue
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            return path
-        raise FileExistsError(f"too many recovery copies named {stamp} in {folder}")
+                return _write_new_copy(folder, f"{MEMORY_FILE}.{stamp}", data)
+            except OSError as exc:
+                failures.append(f"{folder}: {exc.strerror or exc}")
+        raise OSError(f"no recovery copy could be written ({'; '.join(failures)})")
 
     def unannounced_recovery_copies(self) -> list[Path]:
         """Recovery copies the user has not been told about yet (oldest first); each is marked
         told by :meth:`mark_recovery_announced`."""
         folder = self.workspace.state_dir / RECOVERY_DIR
-        if not folder.is_dir():
+        if folder.is_symlink() or not folder.is_dir():
             return []
         copies = sorted(folder.glob(f"{MEMORY_FILE}.*"))
         return [
@@ -269,7 +304,7 @@ class MemoryStore:
 
     def mark_recovery_announced(self, path: Path) -> None:
         """Remember that the user was told about the recovery copy ``path``."""
-        path.with_name(path.name + ANNOUNCED_SUFFIX).touch(mode=0o600)
+        os.close(open_own_file(path.with_name(path.name + ANNOUNCED_SUFFIX), os.O_CREAT))
 
     def save_memory_text(self, text: str, expected_hash: str) -> str:
         """Replace MEMORY.md with a whole buffer (the in-app editor); return the new hash.
@@ -403,7 +438,7 @@ class MemoryStore:
         if not path.exists():
             return []
         found: dict[int, RetiredRecord] = {}
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_own_file(path).decode("utf-8", errors="replace").splitlines()
         for number, line in enumerate(lines, start=1):
             try:
                 record = json.loads(line)

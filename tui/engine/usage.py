@@ -12,6 +12,7 @@ month, with a cost where a price per million tokens is known for the model.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -20,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .fileio import open_own_file, open_own_reader
 from .workspace import STATE_DIR
 
 __all__ = ["LEDGER_FILE", "ledger_path", "read", "read_counted", "record", "summary"]
@@ -65,7 +67,7 @@ def record(
     line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_own_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, line)  # one write with O_APPEND: lines never interleave
         finally:
@@ -91,7 +93,7 @@ def read_counted(root: Path | str) -> tuple[list[dict[str, Any]], int]:
     counts that are not finite non-negative numbers (``Infinity``, ``NaN``, ``1e400``)."""
     path = ledger_path(root)
     try:
-        handle = path.open(encoding="utf-8", errors="replace")
+        handle = io.TextIOWrapper(open_own_reader(path), encoding="utf-8", errors="replace")
     except OSError:
         return [], 0
     records: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ import platformdirs
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
 STATE_DIR = ".memdeck"
+SESSIONS_DIR = "sessions"
 
 _DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 
@@ -24,6 +25,37 @@ class WorkspaceError(Exception):
 
 class PathRefusedError(WorkspaceError):
     """A path outside the memory files was asked for (``..``, absolute, symlink leading out)."""
+
+
+class LinkRefusedError(PathRefusedError, OSError):
+    """A symlink where memdeck keeps its own files (``.memdeck/``, ``sessions/``): never
+    followed (an OSError too, so every write that copes with a failing disk copes with it)."""
+
+
+#: memdeck's own folders in a workspace: nothing in them is a link memdeck follows.
+OWN_FOLDERS = (STATE_DIR, SESSIONS_DIR)
+
+
+def refuse_own_links(path: Path | str) -> None:
+    """Raise :class:`LinkRefusedError` when ``path``, or a folder between it and the
+    workspace's ``.memdeck``/``sessions`` folder (that folder included), is a symlink.
+
+    A path outside those folders (a memory file) is not checked here: the path guard
+    (:meth:`Workspace.resolve_memory_path`) decides where memory links may lead. Openers pair
+    this with ``O_NOFOLLOW``, which also covers a link made between the check and the open.
+    """
+    path = Path(path)
+    parts = path.parts
+    own = [i for i, part in enumerate(parts) if part in OWN_FOLDERS]
+    if not own:
+        return
+    for end in range(own[-1] + 1, len(parts) + 1):
+        step = Path(*parts[:end])
+        if step.is_symlink():
+            raise LinkRefusedError(
+                f"{step} is a symbolic link; memdeck never follows links in its own folders "
+                f"({', '.join(f + '/' for f in OWN_FOLDERS)}): remove it"
+            )
 
 
 def default_workspace() -> Path:
@@ -67,6 +99,8 @@ class Workspace:
                 raise WorkspaceError(f"workspace {path} does not exist")
             path.mkdir(mode=0o700, parents=True)
         workspace = cls(path.resolve())
+        for own in OWN_FOLDERS:
+            refuse_own_links(workspace.root / own)
         (workspace.root / STATE_DIR).mkdir(mode=0o700, exist_ok=True)
         return workspace
 
@@ -80,7 +114,7 @@ class Workspace:
 
     @property
     def sessions_dir(self) -> Path:
-        return self.root / "sessions"
+        return self.root / SESSIONS_DIR
 
     @property
     def state_dir(self) -> Path:
@@ -116,7 +150,7 @@ class Workspace:
 
         Accepts ``MEMORY.md`` and files under ``memory/``, written relative to the workspace.
         Refuses absolute paths, ``..`` segments, anything else, symlinks that lead out of the
-        workspace (or into its ``.memdeck`` state) and symlink loops, with
+        workspace (or into its ``.memdeck`` state or ``sessions``) and symlink loops, with
         :class:`PathRefusedError`. Returns the path as named, or with ``follow`` the real file
         it leads to (what a write must replace, so a link inside the workspace stays a link).
         """
@@ -141,13 +175,18 @@ class Workspace:
 
     def _resolve_inside(self, rel: str) -> Path:
         """The real path of ``rel``; refused if a symlink loops or leads out of the workspace
-        (or into its ``.memdeck`` state)."""
+        (or into its ``.memdeck`` state or ``sessions``)."""
         try:
             resolved = (self.root / rel).resolve()
         except (RuntimeError, OSError) as exc:  # RuntimeError: Python < 3.13 on a symlink loop
             raise PathRefusedError(f"{rel}: symlink loop, not followed") from exc
-        if not resolved.is_relative_to(self.root) or resolved.is_relative_to(self.state_dir):
+        if not resolved.is_relative_to(self.root):
             raise PathRefusedError(f"{rel}: symlink leads outside the workspace, not followed")
+        if any(resolved.is_relative_to(self.root / own) for own in OWN_FOLDERS):
+            raise PathRefusedError(
+                f"{rel}: symlink leads into memdeck's own files "
+                f"({', '.join(own + '/' for own in OWN_FOLDERS)}), not followed"
+            )
         return resolved
 
     def _check_folder_links(

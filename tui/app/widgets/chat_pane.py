@@ -75,13 +75,12 @@ FOLD_DRAFT_KEY = "ctrl+g"
 
 def draft_size_note(lines: int, chars: int, size: MessageSize | None, fold_key: str) -> str:
     """What the message box's edge says about a long draft: its lines and, once counted, its
-    tokens, and whether it is too long for the model's context."""
+    tokens; first (a narrow box cuts the end) whether it is too long for the model's context."""
     if size is None:
         return f"{lines:,} lines · {chars:,} characters"
-    note = f"{lines:,} lines · ~{size.tokens:,} tokens"
     if not size.fits:
-        note += f", over the {size.room:,} that fit · {fold_key}: head and tail"
-    return note
+        return f"~{size.tokens:,} tokens: too long · {fold_key} folds · {lines:,} lines"
+    return f"{lines:,} lines · ~{size.tokens:,} tokens"
 
 
 def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
@@ -29,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from ...engine.engine import CONSOLIDATION, MemoryEngine
-from ...engine.fileio import ConcurrentEditError, encode_exact, read_markdown, sha256_bytes
+from ...engine.fileio import (
+    ConcurrentEditError,
+    encode_exact,
+    open_own_reader,
+    read_markdown,
+    sha256_bytes,
+)
 from ...engine.metadata import split_meta
 from ...engine.store import parse_entries
 from ...engine.workspace import MEMORY_FILE, date_for_path
@@ -119,14 +126,18 @@ class Consolidator:
         """The day of the last rejected proposal (from the audit trail), or None."""
         path = self.memory.workspace.history_path
         try:
-            stat = path.stat()
+            stat = os.lstat(path)
         except OSError:
             return None
         key = (stat.st_size, stat.st_mtime_ns)
         if self._rejection_cache and self._rejection_cache[0] == key:
             return self._rejection_cache[1]
         found: date | None = None
-        with path.open("rb") as handle:
+        try:
+            handle = open_own_reader(path)  # never through a link
+        except OSError:
+            return None
+        with handle:
             handle.seek(max(0, stat.st_size - HISTORY_TAIL_BYTES))
             tail = handle.read().decode("utf-8", errors="replace")
         for line in reversed(tail.splitlines()):

@@ -1,0 +1,226 @@
+"""Issue 29 D, the workspace's edges: links in memdeck's own folders are never followed out, a
+recovery copy is whole or said to have failed, one workspace for every command, a reindex
+that always recovers, and a config file too deep to read is one line.
+
+Real ``memdeck`` processes (the command line, ``memdeck mcp`` with the SDK's real client),
+real files and SQLite; the fallback places memdeck writes to are under ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import stat
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+import sqlean
+from support.chat_support import ROOT, memdeck_env, run_memdeck
+from support.mcp_support import connected
+
+from tui.chat.activity import ActivityLog, ActivityRecord
+from tui.chat.sessions import SessionStore
+from tui.chat.state import WorkspaceState
+from tui.engine import usage
+from tui.engine.engine import MemoryEngine
+from tui.engine.fileio import lock_for
+from tui.engine.workspace import LinkRefusedError, PathRefusedError, Workspace
+
+MEMORY = "# Long-term Memory\n\n## Health\n\n- Allergic to penicillin\n- Keeps bees on the allotment\n"
+#: What a shell rc file looks like to the tests: it must come out of every run byte for byte.
+RC_TEXT = "# my shell rc\nexport EDITOR=vi\n"
+
+
+def workspace(tmp_path: Path, name: str = "ws") -> Path:
+    root = tmp_path / name
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
+    Workspace.open(root)
+    return root
+
+
+def outside_file(tmp_path: Path, name: str = "rc") -> Path:
+    """A file outside the workspace (readable by others, as a shell rc is)."""
+    target = tmp_path / name
+    target.write_text(RC_TEXT, encoding="utf-8")
+    target.chmod(0o644)
+    return target
+
+
+def untouched(target: Path) -> bool:
+    return target.read_text(encoding="utf-8") == RC_TEXT and stat.S_IMODE(
+        target.stat().st_mode
+    ) == 0o644
+
+
+def one_line_error(process: subprocess.CompletedProcess[str]) -> str:
+    assert process.returncode != 0, process.stdout
+    assert "Traceback" not in process.stderr, process.stderr
+    errors = [line for line in process.stderr.splitlines() if line.startswith("memdeck: error")]
+    assert len(errors) == 1, process.stderr
+    return errors[0]
+
+
+# -- item 12: links in .memdeck/ and sessions/ are refused, never followed --
+
+
+async def test_mcp_calls_never_write_through_activity_or_history_links(tmp_path: Path) -> None:
+    """The issue's case: ``activity.jsonl`` and ``history.jsonl`` linked to a shell rc file; a
+    client searches for ``$(touch X)``, saves and forgets. The rc file is byte for byte as it
+    was, and the forget (which could not be put in the audit trail) says so."""
+    root = workspace(tmp_path)
+    rc = outside_file(tmp_path)
+    (root / ".memdeck" / "activity.jsonl").symlink_to(rc)
+    (root / ".memdeck" / "history.jsonl").symlink_to(rc)
+    async with connected(root, tmp_path) as session:
+        await session.call_tool("memory_search", {"query": "$(touch X)"})
+        await session.call_tool("save_memory", {"content": "Walks the dog at seven"})
+        forgot = await session.call_tool("forget_memory", {"query": "Keeps bees on the allotment"})
+    assert untouched(rc)
+    said = " ".join(getattr(part, "text", "") for part in forgot.content)
+    assert "symbolic link" in said, said
+    # The audit copy comes first: with no trail to put it in, nothing was forgotten.
+    assert "Keeps bees on the allotment" in (root / "MEMORY.md").read_text(encoding="utf-8")
+    assert (root / ".memdeck" / "activity.jsonl").is_symlink()
+
+
+def test_an_index_link_is_refused_and_its_target_keeps_its_mode(tmp_path: Path) -> None:
+    """``index.db`` (or its -wal/-shm side file) linked out: one line, the target neither
+    chmod-ed nor written."""
+    for name in ("index.db", "index.db-wal", "index.db-shm"):
+        root = workspace(tmp_path, f"ws-{name}")
+        target = outside_file(tmp_path, f"target-{name}")
+        (root / ".memdeck" / name).symlink_to(target)
+        process = run_memdeck(
+            ["--workspace", str(root), "search", "--bm25", "bees"], memdeck_env(None, tmp_path)
+        )
+        assert "is a symbolic link" in one_line_error(process)
+        assert untouched(target), name
+
+
+@pytest.mark.parametrize("folder", [".memdeck", "sessions"])
+def test_a_linked_own_folder_refuses_the_workspace_in_one_line(
+    tmp_path: Path, folder: str
+) -> None:
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / folder).symlink_to(elsewhere, target_is_directory=True)
+    process = run_memdeck(
+        ["--workspace", str(root), "search", "--bm25", "bees"], memdeck_env(None, tmp_path)
+    )
+    assert f"{folder} is a symbolic link" in one_line_error(process)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_every_state_file_refuses_a_link(tmp_path: Path) -> None:
+    """Each writer of ``.memdeck/`` and ``sessions/``: the ledger, the activity log, the
+    state, the locks, a transcript, the audit trail. The rc file is never written."""
+    root = workspace(tmp_path)
+    rc = outside_file(tmp_path)
+    state = root / ".memdeck"
+    for name in ("usage.jsonl", "activity.jsonl", "activity.jsonl.tmp", "state.json"):
+        (state / name).symlink_to(rc)
+    ws = Workspace.open(root)
+    usage.record(root, purpose="chat", model="m", prompt_tokens=1, completion_tokens=1)
+    assert usage.read_counted(root) == ([], 0)
+    log = ActivityLog(root, max_bytes=10)
+    log.append(ActivityRecord("2026-11-26T10:00:00", "evil", "tool", "memory_search", "q", True, "")
+    )
+    assert log.read() == []
+    with pytest.raises(LinkRefusedError):
+        WorkspaceState(ws).mark_active(date(2026, 11, 26), None)
+    assert WorkspaceState(ws).read() == {}
+    # A lock file, then the locks folder itself.
+    (state / "locks").mkdir(exist_ok=True)
+    (state / "locks" / "MEMORY.md.lock").symlink_to(rc)
+    with pytest.raises(LinkRefusedError):
+        lock_for(root / "MEMORY.md")
+    # A transcript.
+    sessions = SessionStore(ws)
+    session_id = sessions.create().id
+    transcript = sessions.path(session_id)
+    transcript.unlink()
+    transcript.symlink_to(rc)
+    with pytest.raises(LinkRefusedError):
+        sessions.append_message(session_id, "user", "hello")
+    with pytest.raises(OSError, match="symbolic link"):
+        sessions.load(session_id)
+    assert untouched(rc)
+
+
+def test_a_memory_link_into_sessions_is_refused_like_one_into_memdeck(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    (root / "sessions").mkdir()
+    (root / "sessions" / "abc.md").write_text("- a transcript line\n", encoding="utf-8")
+    (root / "memory" / "2026-11-01.md").symlink_to(root / "sessions" / "abc.md")
+    ws = Workspace.open(root)
+    with pytest.raises(PathRefusedError, match="memdeck's own files"):
+        ws.resolve_memory_path("memory/2026-11-01.md")
+    warnings: list[str] = []
+    assert [rel for rel, _ in ws.iter_memory_files(warnings)] == ["MEMORY.md"]
+    assert any("memory/2026-11-01.md" in warning for warning in warnings)
+
+
+# -- item 16: a reindex always recovers --
+
+
+def _cache_rows(db: Path) -> list[tuple[str, int]]:
+    conn = sqlean.connect(str(db))
+    try:
+        return conn.execute("SELECT hash, length(embedding) FROM embedding_cache").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"\0" * 100, b"\0" * 1537, b"\xff\xff\xff\x7f" * 384],
+    ids=["another-width", "no-float32-width", "nan"],
+)
+def test_a_cache_row_that_does_not_fit_the_model_is_dropped_by_reindex(
+    tmp_path: Path, bad: bytes
+) -> None:
+    """One cache row of the wrong width (or a width no float32 has, or NaN): the reindex the
+    error names succeeds, embeds that text again and keeps no row that does not fit."""
+    root = workspace(tmp_path)
+    env = memdeck_env(None, tmp_path)
+    first = run_memdeck(["--workspace", str(root), "reindex"], env)
+    assert first.returncode == 0, first.stderr
+    db = root / ".memdeck" / "index.db"
+    assert {width for _, width in _cache_rows(db)} == {384 * 4}
+    conn = sqlean.connect(str(db))
+    in_use = conn.execute("SELECT hash FROM chunks WHERE text LIKE '%penicillin%'").fetchone()
+    conn.execute("UPDATE embedding_cache SET embedding = ? WHERE hash = ?", (bad, in_use[0]))
+    conn.commit()
+    conn.close()
+    # The bad row is embedded again (1), then the reindex after it finds a cache that fits (0).
+    for embedded in (1, 0):
+        again = run_memdeck(["--workspace", str(root), "reindex"], env)
+        assert again.returncode == 0, again.stderr
+        assert f"({embedded} embedded" in again.stdout, again.stdout
+    assert {width for _, width in _cache_rows(db)} == {384 * 4}
+    found = run_memdeck(["--workspace", str(root), "search", "penicillin"], env)
+    assert found.returncode == 0 and "Allergic to penicillin" in found.stdout, found.stderr
+
+
+def test_an_index_that_is_a_folder_is_moved_aside_in_one_line(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    (root / ".memdeck" / "index.db").mkdir()
+    (root / ".memdeck" / "index.db" / "inside").write_text("kept", encoding="utf-8")
+    env = memdeck_env(None, tmp_path)
+    reindexed = run_memdeck(["--workspace", str(root), "reindex"], env)
+    assert reindexed.returncode == 0, reindexed.stderr
+    notices = [line for line in reindexed.stderr.splitlines() if "moved aside" in line]
+    assert len(notices) == 1 and "not a file" in notices[0], reindexed.stderr
+    found = run_memdeck(["--workspace", str(root), "search", "--bm25", "bees"], env)
+    assert found.returncode == 0 and "Keeps bees" in found.stdout, found.stderr
+    assert "moved aside" not in found.stderr
+    aside = [p for p in (root / ".memdeck").iterdir() if p.name.startswith("index.db.corrupt-")]
+    assert len(aside) == 1 and (aside[0] / "inside").read_text(encoding="utf-8") == "kept"
