@@ -8,25 +8,20 @@ real files and SQLite; the fallback places memdeck writes to are under ``tmp_pat
 
 from __future__ import annotations
 
-import os
-import resource
-import signal
 import stat
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
 import pytest
 import sqlean
-from support.chat_support import ROOT, memdeck_env, run_memdeck
+from support.chat_support import memdeck_env, run_memdeck
 from support.mcp_support import connected
 
 from tui.chat.activity import ActivityLog, ActivityRecord
 from tui.chat.sessions import SessionStore
 from tui.chat.state import WorkspaceState
 from tui.engine import usage
-from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import lock_for
 from tui.engine.workspace import LinkRefusedError, PathRefusedError, Workspace
 
