@@ -8,10 +8,16 @@ a real ``memdeck mcp``, the real embedding helper stopped with SIGSTOP, real fil
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
+import threading
+import time
 import tracemalloc
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +25,7 @@ from support.chat_support import memdeck_env, run_memdeck
 from support.mcp_support import connected
 
 from tui.chat.tools import MemoryTools
+from tui.engine.embed_helper import HelperEmbedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import MAX_INDEXED_BYTES, FileTooLargeError
 from tui.engine.inject import MEMORY_TAG
@@ -184,3 +191,83 @@ def test_a_huge_file_is_refused_without_being_read(memory: MemoryEngine) -> None
     shown = tools.execute("memory_get", {"path": HUGE_LOG, "lines": 3})
     assert shown.ok and shown.content["text"].startswith("# 2026-11-19")
     assert memory.store.read_file(HUGE_LOG).startswith("# 2026-11-19")
+
+
+# -- item 19: a stopped embedding helper costs a search seconds, then BM25 --------------------
+
+FACTS = (
+    "# Long-term Memory\n\n"
+    "- The user's dog is called Max and loves the beach\n"
+    "- The user keeps bees on the allotment\n"
+    "- Code review SLA is one working day\n"
+)
+
+
+@pytest.fixture
+def helper_engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    """An engine over a small workspace whose model runs in a real helper process, with the
+    default request deadline (60 s) and a short deadline for a query."""
+    (tmp_path / "MEMORY.md").write_text(FACTS, encoding="utf-8")
+    helper = HelperEmbedder(idle_exit=None, query_timeout=2.0)
+    engine = MemoryEngine(tmp_path, embedder=helper)
+    try:
+        engine.load_model()
+        engine.sync()
+        assert engine.search("what is my dog called").mode == "hybrid"
+        yield engine
+    finally:
+        engine.close()
+
+
+def search_in_thread(engine: MemoryEngine, query: str) -> list[object]:
+    """The outcome of ``engine.search(query)`` run in a thread that is given 30 s (a hang
+    there once lasted the whole 60 s request deadline); empty if it had not returned."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(engine.search(query))
+        except Exception as exc:  # the test shows what went wrong
+            outcome.append(exc)
+
+    searching = threading.Thread(target=run, daemon=True)
+    searching.start()
+    searching.join(30)
+    return outcome
+
+
+def test_a_stopped_helper_gives_bm25_results_with_a_notice_not_a_long_wait(
+    helper_engine: MemoryEngine,
+) -> None:
+    helper = helper_engine.embedder
+    assert isinstance(helper, HelperEmbedder)
+    stopped = helper.helper_pid
+    assert stopped is not None
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        outcome = search_in_thread(helper_engine, "bees on the allotment")
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # killed by memdeck, as it should be
+            os.kill(stopped, signal.SIGCONT)
+    assert len(outcome) == 1, "the search waited on the stopped helper"
+    [response] = outcome
+    assert not isinstance(response, BaseException), response
+    assert response.mode == "bm25"
+    assert "bees" in response.results[0].text
+    [notice] = [note for note in response.notes if "BM25 only" in note]
+    assert "embedding helper did not answer within 2 s" in notice and "\n" not in notice
+    # The stuck helper was killed and a new one started meanwhile: the next search is hybrid.
+    for _ in range(600):
+        if helper.helper_pid not in (None, stopped):
+            break
+        time.sleep(0.05)
+    again = helper_engine.search("which dog loves the beach")
+    assert again.mode == "hybrid" and not any("BM25 only" in n for n in again.notes)
+    assert helper.problem is None
+
+
+def test_a_query_deadline_scales_with_its_work() -> None:
+    helper = HelperEmbedder(idle_exit=None)
+    one_query = helper.request_deadline(1, 12)
+    assert one_query < 10 and helper.request_deadline(1, 12) < helper.request_deadline(32, 16)
+    assert helper.request_deadline(32, 256) == helper.request_timeout

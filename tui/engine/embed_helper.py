@@ -24,6 +24,11 @@ longer for a start, which loads the model). A child that dies, stops answering (
 passes) or breaks the protocol (an unknown frame, a reply to another request, stray bytes on
 the pipe) is killed and restarted once; if the restart fails too, :class:`EmbeddingError`
 says so with the tail of its stderr. :meth:`HelperEmbedder.close` always returns.
+
+A request's deadline follows its work (:meth:`HelperEmbedder.request_deadline`): a search's
+query gets a few seconds, not the minute a large batch may take. A query that misses it is
+not retried in line (the search goes on with BM25 and says why, through ``problem``): the
+stuck helper is killed and a new one starts in the background for the next search.
 """
 
 from __future__ import annotations
@@ -65,6 +70,10 @@ STOP_TIMEOUT = 2.0
 #: ``START_TIMEOUT_FACTOR`` times as long.
 DEFAULT_REQUEST_TIMEOUT = 60.0
 START_TIMEOUT_FACTOR = 3.0
+#: The deadline of the smallest request (a search's query), in seconds, and what each padded
+#: token of a batch adds to it (a 512-token batch: ~15 s; a query runs in milliseconds).
+DEFAULT_QUERY_TIMEOUT = 5.0
+SECONDS_PER_TOKEN = 0.02
 _U32x3 = struct.Struct("<III")
 _U32 = struct.Struct("<I")
 _U32x2 = struct.Struct("<II")
@@ -79,13 +88,17 @@ class _HelperBroken(_HelperGone):
     """The helper stopped answering (a deadline passed) or broke the protocol: it is killed."""
 
 
+class _HelperLate(_HelperBroken):
+    """A request's deadline passed without its answer (a stopped or starved helper)."""
+
+
 def _read_by(fd: int, size: int, deadline: float) -> bytes:
     """Exactly ``size`` bytes from pipe ``fd`` before ``deadline`` (``time.monotonic``)."""
     parts: list[bytes] = []
     while size:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise _HelperBroken("it did not answer in time")
+            raise _HelperLate("it did not answer in time")
         data = os.read(fd, min(size, 1 << 20))
         if not data:
             raise _HelperGone("the pipe closed")
@@ -147,13 +160,18 @@ class HelperEmbedder(Embedder):
         *,
         idle_exit: float | None = DEFAULT_IDLE_EXIT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        query_timeout: float = DEFAULT_QUERY_TIMEOUT,
     ) -> None:
         """``idle_exit``: seconds without work before the helper exits (``None``: never);
-        ``request_timeout``: seconds a batch may take before the helper is killed and
-        restarted (a start gets ``START_TIMEOUT_FACTOR`` times as long)."""
+        ``request_timeout``: the most seconds a batch may take before the helper is killed
+        and restarted (a start gets ``START_TIMEOUT_FACTOR`` times as long);
+        ``query_timeout``: the deadline of a one-line query (see :meth:`request_deadline`)."""
         super().__init__(spec, cache_dir, batch_size, threads, max_batch_tokens)
         self.idle_exit = idle_exit
         self.request_timeout = request_timeout
+        self.query_timeout = query_timeout
+        #: Why the last query got no vector (None once one gets it): what a search says.
+        self.problem: str | None = None
         self._next_id = 0
         self._ready = False
         self._io_lock = threading.Lock()
@@ -225,7 +243,28 @@ class HelperEmbedder(Embedder):
                 self._touch()
             self._ready = True
 
+    def request_deadline(self, rows: int, width: int) -> float:
+        """Seconds a batch of ``rows`` texts padded to ``width`` tokens may take: a few for a
+        query, more with the batch's tokens, never more than ``request_timeout``."""
+        return min(self.request_timeout, self.query_timeout + rows * width * SECONDS_PER_TOKEN)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one text (a search's query) into a ``(dims,)`` unit vector, as
+        :meth:`Embedder.embed_query` does. A helper that misses the query's deadline is
+        killed and replaced in the background, not waited for: :class:`EmbeddingError` (and
+        ``problem``) say so, and the search goes on without the vector."""
+        self.load()
+        vector: np.ndarray = self._exchange(*self._encode([text]), query=True)[0]
+        return vector
+
     def _run(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        return self._exchange(ids, mask, types, query=False)
+
+    def _exchange(
+        self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray, *, query: bool
+    ) -> np.ndarray:
+        """The vectors of one encoded batch from the helper, started or restarted as needed
+        (once; for a ``query``, not after a missed deadline)."""
         rows, width = ids.shape
         payload = [
             _U32x2.pack(rows, width),
@@ -236,20 +275,32 @@ class HelperEmbedder(Embedder):
                 if self._proc is None:
                     self._start()
                 try:
-                    return self._request(payload, rows)
+                    vectors = self._request(payload, rows)
                 except _HelperGone as exc:
                     broken = isinstance(exc, _HelperBroken)
                     code = self._kill() if broken else self._reap()
+                    if query and isinstance(exc, _HelperLate):
+                        self.problem = (
+                            "The embedding helper did not answer within "
+                            f"{self.request_deadline(rows, width):.0f} s (stopped or "
+                            "overloaded; restarting it)"
+                        )
+                        break
                     if attempt == 2:
                         what = f"failed ({exc})" if broken else f"exited (code {code})"
+                        self.problem = f"The embedding helper {what} twice"
                         raise EmbeddingError(
                             f"The embedding helper process of model {self.spec.name!r} {what} "
                             f"while embedding, twice; embeddings are unavailable until it "
                             f"works again.{self._stderr_tail()}"
                         ) from None
+                else:
+                    self.problem = None
+                    return vectors
                 finally:
                     self._touch()
-        raise AssertionError("unreachable")
+        self.warm()  # a fresh helper for the next search, started meanwhile
+        raise EmbeddingError(f"{self.problem}.")
 
     def _request(self, payload: Sequence[bytes], rows: int) -> np.ndarray:
         proc = self._proc
@@ -261,7 +312,8 @@ class HelperEmbedder(Embedder):
         except (BrokenPipeError, OSError) as exc:
             raise _HelperGone(str(exc)) from exc
         fd = proc.stdout.fileno()
-        deadline = time.monotonic() + self.request_timeout
+        _, width = _U32x2.unpack(payload[0])
+        deadline = time.monotonic() + self.request_deadline(rows, width)
         kind = _read_by(fd, 1, deadline)
         if kind == b"V":
             answer_id, n, dims = _U32x3.unpack(_read_by(fd, _U32x3.size, deadline))

@@ -24,7 +24,7 @@ from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, build_injection
 from .metadata import EntryMeta
 from .options import InjectionOptions, SearchOptions
-from .search import SearchResponse, change_note, retrieval_text, search
+from .search import NO_MODEL_NOTE, SearchResponse, change_note, retrieval_text, search
 from .search_links import memory_entries_changed
 from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
@@ -432,13 +432,14 @@ class MemoryEngine:
             try:
                 query_vector = self._query_vector(retrieval_text(query, intent) or query)
             except EmbeddingError:
-                if not self.embedder.remote:
-                    raise
+                if not (self.embedder.remote or self.embedder.problem):
+                    raise  # an inline model fails loudly; one that degrades says why below
         if query_vector is not None and len(query_vector) != self.index.mirror.dims:
             query_vector = None  # the embedder was swapped for another model meanwhile
         response = search(self.index, query, query_vector, opts, now=now, intent=intent)
         problem = self.embedder.problem
-        if query_vector is None and problem:
+        if query_vector is None and problem:  # said instead of "not loaded": it is, and failed
+            response.notes = [n for n in response.notes if n != NO_MODEL_NOTE]
             response.notes.append(f"{problem}: BM25 only")
         if starting:
             response.notes.append(MODEL_STARTING)

@@ -40,6 +40,8 @@ NEIGHBOUR_FALLOFF = 0.8
 WINDOW_OUTSIDE = 0.1
 WINDOW_UNDATED = 0.8
 WINDOW_SLACK = timedelta(days=1)
+#: What a search without a query vector says (the engine says why instead, when it knows).
+NO_MODEL_NOTE = "embedding model not loaded: BM25 only"
 #: Threshold mode reads at most this many full-text matches.
 THRESHOLD_TEXT_LIMIT = 1000
 
@@ -345,7 +347,7 @@ def _candidates(
         else:
             vector_hits = dict(mirror.knn(query_vector, size))
     else:
-        response.notes.append("embedding model not loaded: BM25 only")
+        response.notes.append(NO_MODEL_NOTE)
     window_ids: list[int] = []
     if intent.window is not None:
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
