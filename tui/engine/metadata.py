@@ -92,10 +92,12 @@ def _find_comment(line: str) -> tuple[int, str] | None:
     if not line.endswith("-->", 0, end):
         return None
     close = end - 3
-    # The body holds no ">": the comment opens after the last ">" before the closing "-->".
-    opener = _OPENER.search(line, line.rfind(">", 0, close) + 1, close)
-    if opener is None:
+    # The body holds no ">": the comment opens after the last ">" before the closing "-->",
+    # at the last opener there (text before the real comment may hold one that never closed).
+    openers = list(_OPENER.finditer(line, line.rfind(">", 0, close) + 1, close))
+    if not openers:
         return None
+    opener = openers[-1]
     return opener.start(), line[opener.end() : close]
 
 
