@@ -8,6 +8,7 @@ real files and SQLite; the fallback places memdeck writes to are under ``tmp_pat
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
 from datetime import date
@@ -22,10 +23,14 @@ from tui.chat.activity import ActivityLog, ActivityRecord
 from tui.chat.sessions import SessionStore
 from tui.chat.state import WorkspaceState
 from tui.engine import usage
+from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import lock_for
+from tui.engine.store import parse_entries
 from tui.engine.workspace import LinkRefusedError, PathRefusedError, Workspace
 
-MEMORY = "# Long-term Memory\n\n## Health\n\n- Allergic to penicillin\n- Keeps bees on the allotment\n"
+MEMORY = (
+    "# Long-term Memory\n\n## Health\n\n- Allergic to penicillin\n- Keeps bees on the allotment\n"
+)
 #: What a shell rc file looks like to the tests: it must come out of every run byte for byte.
 RC_TEXT = "# my shell rc\nexport EDITOR=vi\n"
 
@@ -47,9 +52,10 @@ def outside_file(tmp_path: Path, name: str = "rc") -> Path:
 
 
 def untouched(target: Path) -> bool:
-    return target.read_text(encoding="utf-8") == RC_TEXT and stat.S_IMODE(
-        target.stat().st_mode
-    ) == 0o644
+    return (
+        target.read_text(encoding="utf-8") == RC_TEXT
+        and stat.S_IMODE(target.stat().st_mode) == 0o644
+    )
 
 
 def one_line_error(process: subprocess.CompletedProcess[str]) -> str:
@@ -98,9 +104,7 @@ def test_an_index_link_is_refused_and_its_target_keeps_its_mode(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("folder", [".memdeck", "sessions"])
-def test_a_linked_own_folder_refuses_the_workspace_in_one_line(
-    tmp_path: Path, folder: str
-) -> None:
+def test_a_linked_own_folder_refuses_the_workspace_in_one_line(tmp_path: Path, folder: str) -> None:
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
     (root / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
@@ -126,7 +130,8 @@ def test_every_state_file_refuses_a_link(tmp_path: Path) -> None:
     usage.record(root, purpose="chat", model="m", prompt_tokens=1, completion_tokens=1)
     assert usage.read_counted(root) == ([], 0)
     log = ActivityLog(root, max_bytes=10)
-    log.append(ActivityRecord("2026-11-26T10:00:00", "evil", "tool", "memory_search", "q", True, "")
+    log.append(
+        ActivityRecord("2026-11-26T10:00:00", "evil", "tool", "memory_search", "q", True, "")
     )
     assert log.read() == []
     with pytest.raises(LinkRefusedError):
@@ -219,3 +224,78 @@ def test_an_index_that_is_a_folder_is_moved_aside_in_one_line(tmp_path: Path) ->
     assert "moved aside" not in found.stderr
     aside = [p for p in (root / ".memdeck").iterdir() if p.name.startswith("index.db.corrupt-")]
     assert len(aside) == 1 and (aside[0] / "inside").read_text(encoding="utf-8") == "kept"
+
+
+# -- item 14: one workspace for every command --
+
+
+def test_every_command_opens_the_workspace_the_config_names(tmp_path: Path) -> None:
+    """``[memory] workspace`` in config.toml: search, inject, reindex, stats and forgotten all
+    open it (``--restore`` acts on its trail); the platform default is never created."""
+    root = workspace(tmp_path, "configured")
+    engine = MemoryEngine(root)
+    bees = [e for e in parse_entries(MEMORY) if "bees" in e.text]
+    assert engine.forget(bees)[0]
+    engine.close()
+    config = tmp_path / "config.toml"
+    config.write_text(f'[memory]\nworkspace = "{root}"\n', encoding="utf-8")
+    default = tmp_path / "platform-data"
+    env = memdeck_env(None, tmp_path, MEMDECK_CONFIG=str(config), XDG_DATA_HOME=str(default))
+    outputs = {}
+    for command in (
+        ["search", "--bm25", "penicillin"],
+        ["inject", "--bm25", "penicillin"],
+        ["reindex"],
+        ["stats", "--json"],
+        ["forgotten"],
+        ["forgotten", "--restore", "1"],
+    ):
+        process = run_memdeck(command, env)
+        assert process.returncode == 0, (command, process.stderr)
+        outputs[" ".join(command)] = process.stdout
+    assert "Allergic to penicillin" in outputs["search --bm25 penicillin"]
+    assert "Allergic to penicillin" in outputs["inject --bm25 penicillin"]
+    assert json.loads(outputs["stats --json"])["workspace"] == str(root)
+    assert "Keeps bees on the allotment" in outputs["forgotten"]
+    assert "restored" in outputs["forgotten --restore 1"]
+    assert "Keeps bees on the allotment" in (root / "MEMORY.md").read_text(encoding="utf-8")
+    assert not default.exists()
+
+
+def test_the_workspace_is_chosen_in_one_order_for_every_command(tmp_path: Path) -> None:
+    """--workspace, then MEMDECK_WORKSPACE, then the config file, then the platform default."""
+    flag, variable, configured = (workspace(tmp_path, n) for n in ("flag", "env", "config"))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[memory]\nworkspace = "{configured}"\n', encoding="utf-8")
+    base = memdeck_env(None, tmp_path, MEMDECK_CONFIG=str(config))
+
+    def opened(args: list[str], env: dict[str, str]) -> str:
+        process = run_memdeck([*args, "stats", "--json"], env)
+        assert process.returncode == 0, process.stderr
+        return str(json.loads(process.stdout)["workspace"])
+
+    with_variable = {**base, "MEMDECK_WORKSPACE": str(variable)}
+    assert opened(["--workspace", str(flag)], with_variable) == str(flag)
+    assert opened([], with_variable) == str(variable)
+    assert opened([], base) == str(configured)
+    # `memdeck usage` (a chat command) resolves it the same way.
+    usage_run = run_memdeck(["usage", "--json"], base)
+    assert usage_run.returncode == 0, usage_run.stderr
+
+
+# -- item 17: a config file nested too deep is one line --
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a = " + "[" * 500 + "]" * 500 + "\n", "[llm]\nx = " + "{a = " * 500 + "1" + "}" * 500 + "\n"],
+    ids=["arrays", "inline-tables"],
+)
+def test_a_config_nested_500_deep_is_one_line_naming_the_file(tmp_path: Path, text: str) -> None:
+    root = workspace(tmp_path)
+    config = tmp_path / "deep-config.toml"
+    config.write_text(text, encoding="utf-8")
+    env = memdeck_env(None, tmp_path, MEMDECK_CONFIG=str(config))
+    for command in (["search", "--bm25", "bees"], ["usage"]):
+        line = one_line_error(run_memdeck(["--workspace", str(root), *command], env))
+        assert str(config) in line and "nested too deeply" in line, line

@@ -375,18 +375,29 @@ def embedder_for(config: Config, *, resident: bool = False) -> Any:
         raise
 
 
+def workspace_root(config: Config, given: Path | str | None = None) -> Path:
+    """The workspace folder the app and every command open, chosen once for all of them:
+    ``given`` (``--workspace``), else ``MEMDECK_WORKSPACE``, else ``[memory] workspace`` of
+    the config file (:func:`load_config` puts the variable over the file), else the platform
+    data dir."""
+    from ..engine.workspace import default_workspace
+
+    chosen = given if given is not None else config.memory.workspace
+    return Path(chosen).expanduser() if chosen else default_workspace()
+
+
 def open_memory(
     config: Config, root: Path | str | None = None, *, create: bool = True, resident: bool = False
 ) -> Any:  # MemoryEngine (imported here: the config is read before the engine loads)
-    """The memory engine for ``root`` (else the config's workspace) as every part of memdeck
-    opens it: the configured embedder, search options and injection budget, so the app, the
-    command line and ``memdeck mcp`` rank and inject alike. A ConfigError when the embedder
-    cannot be built."""
+    """The memory engine for ``root`` (else :func:`workspace_root`'s) as every part of
+    memdeck opens it: the configured embedder, search options and injection budget, so the
+    app, the command line and ``memdeck mcp`` rank and inject alike. A ConfigError when the
+    embedder cannot be built."""
     from ..engine.engine import MemoryEngine
     from ..engine.workspace import Workspace
 
     return MemoryEngine(
-        Workspace.open(root if root is not None else config.memory.workspace, create=create),
+        Workspace.open(workspace_root(config, root), create=create),
         embedder=embedder_for(config, resident=resident),
         search_options=config.memory.search_options(),
         injection_options=config.memory.injection_options(),
@@ -448,6 +459,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         line = int(match.group(1)) if match else None
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise ConfigError(f"not valid TOML: {message}", path, line) from exc
+    except RecursionError:  # tomllib recurses once per nested table or array
+        raise ConfigError("not valid TOML: nested too deeply to read", path) from None
     values: dict[str, Any] = {}
     for section, table in data.items():
         if not isinstance(table, dict):

@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace",
         type=Path,
         default=None,
-        help="memory workspace (default: $MEMDECK_WORKSPACE or the platform data dir)",
+        help="memory workspace (default: $MEMDECK_WORKSPACE, else [memory] workspace in the "
+        "config file, else the platform data dir)",
     )
     parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="[COMMAND]")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..chat.config import ConfigError, check_setting, config_path, load_config
+from ..chat.config import ConfigError, check_setting, config_path, load_config, workspace_root
 from .memory import load_model
 from .registry import CliError, Command
 
@@ -443,16 +443,15 @@ def _tokens(value: int | None) -> str:
 
 
 def configured_workspace(args: argparse.Namespace) -> tuple[Config, Workspace]:
-    """The config (``--config``) and the existing workspace (``--workspace``, else the config's);
-    a missing workspace is an error, never created."""
+    """The config (``--config``) and the existing workspace (see
+    :func:`~tui.chat.config.workspace_root`); a missing workspace is an error, never created."""
     from ..engine.workspace import Workspace
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
-    root = args.workspace if args.workspace is not None else config.memory.workspace
-    return config, Workspace.open(root, create=False)
+    return config, Workspace.open(workspace_root(config, args.workspace), create=False)
 
 
 def _run_usage(args: argparse.Namespace) -> int:

@@ -13,16 +13,15 @@ from .registry import CliError, Command
 
 
 def open_engine(args: argparse.Namespace, *, create: bool = False):  # -> MemoryEngine
-    """The engine for ``--workspace`` (or its default) with the config's embedder, search
-    options and injection budget (as the app has them). Engine commands never create a
-    workspace by accident."""
+    """The engine for the workspace every command opens (see
+    :func:`~tui.chat.config.workspace_root`) with the config's embedder, search options and
+    injection budget (as the app has them). Engine commands never create a workspace by
+    accident."""
     from ..chat.config import ConfigError, load_config, open_memory
-    from ..engine.workspace import default_workspace
 
     try:
         config = load_config()
-        root = args.workspace if args.workspace is not None else default_workspace()
-        engine = open_memory(config, root, create=create)
+        engine = open_memory(config, args.workspace, create=create)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
     for notice in engine.notices:
