@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
 import pytest
 import sqlean
-from support.chat_support import memdeck_env, run_memdeck
+from support.chat_support import ROOT, memdeck_env, run_memdeck
 from support.mcp_support import connected
+from support.pty_app import drive_in_a_pty
 
 from tui.chat.activity import ActivityLog, ActivityRecord
 from tui.chat.sessions import SessionStore
@@ -25,7 +27,7 @@ from tui.chat.state import WorkspaceState
 from tui.engine import usage
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import lock_for
-from tui.engine.store import parse_entries
+from tui.engine.store import MemoryStore, parse_entries
 from tui.engine.workspace import LinkRefusedError, PathRefusedError, Workspace
 
 MEMORY = (
@@ -299,3 +301,109 @@ def test_a_config_nested_500_deep_is_one_line_naming_the_file(tmp_path: Path, te
     for command in (["search", "--bm25", "bees"], ["usage"]):
         line = one_line_error(run_memdeck(["--workspace", str(root), *command], env))
         assert str(config) in line and "nested too deeply" in line, line
+
+
+# -- item 13: a recovery copy is whole, or it is said to have failed --
+
+#: Keeps 40 KB of unsaved editor text the way the app's SIGTERM handler does, with files
+#: limited to 12 KB (RLIMIT_FSIZE: a write past it is cut short, then fails, as on a full
+#: disk); prints where the copy went, or the error.
+KEEP_UNDER_A_SIZE_LIMIT = r"""
+import resource, signal, sys
+from tui.engine.store import MemoryStore
+from tui.engine.workspace import Workspace
+store = MemoryStore(Workspace.open(sys.argv[1]))
+resource.setrlimit(resource.RLIMIT_FSIZE, (12 * 1024, 12 * 1024))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+try:
+    print("kept", store.save_recovery_copy("- unsaved line\n" * 2800))
+except OSError as exc:
+    print("failed", exc)
+"""
+
+#: Forty kilobytes of unsaved MEMORY.md edits.
+UNSAVED = "- unsaved line\n" * 2800
+
+
+def keep_in_a_process(root: Path, env: dict[str, str]) -> str:
+    process = subprocess.run(
+        [sys.executable, "-c", KEEP_UNDER_A_SIZE_LIMIT, str(root)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == 0 and "Traceback" not in process.stderr, process.stderr
+    return process.stdout.strip()
+
+
+def test_a_recovery_copy_cut_short_is_never_said_to_be_kept(tmp_path: Path) -> None:
+    """Every place is "full": the answer is a failure naming both places, and no cut-short
+    copy is left behind to be taken for the edits."""
+    root = workspace(tmp_path)
+    state_home = tmp_path / "state"
+    said = keep_in_a_process(root, memdeck_env(None, tmp_path, XDG_STATE_HOME=str(state_home)))
+    assert said.startswith("failed"), said
+    assert str(root / ".memdeck" / "recovery") in said and str(state_home) in said, said
+    left = [*(root / ".memdeck").rglob("MEMORY.md.*"), *state_home.rglob("MEMORY.md.*")]
+    assert left == []
+
+
+def test_a_recovery_copy_the_workspace_cannot_take_goes_to_the_state_folder(
+    tmp_path: Path,
+) -> None:
+    """The workspace's recovery folder cannot be used (a link, refused): the copy is kept
+    whole, private, in the platform's state folder, and the answer says so."""
+    root = workspace(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".memdeck" / "recovery").symlink_to(elsewhere, target_is_directory=True)
+    state_home = tmp_path / "state"
+    store = MemoryStore(Workspace.open(root))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(state_home))
+        copy = store.save_recovery_copy(UNSAVED)
+    assert copy.parent == state_home / "memdeck" / "recovery"
+    assert copy.read_text(encoding="utf-8") == UNSAVED
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+    assert stat.S_IMODE(copy.parent.stat().st_mode) == 0o700
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("state_folder", ["usable", "unusable"])
+def test_a_terminated_app_says_where_its_unsaved_edits_went(
+    tmp_path: Path, state_folder: str
+) -> None:
+    """SIGTERM with a dirty MEMORY.md buffer while the workspace's recovery folder cannot be
+    used: the edits are kept whole in the platform's state folder and the app's last words
+    name that file; when that folder cannot be used either, the last words are the edits."""
+    root = workspace(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".memdeck" / "recovery").symlink_to(elsewhere, target_is_directory=True)
+    state_home = tmp_path / "state"
+    if state_folder == "unusable":
+        state_home.write_text("a file where the state folder should be", encoding="utf-8")
+    env = memdeck_env(None, tmp_path, XDG_STATE_HOME=str(state_home))
+    typed = "- typed before the end"
+    keys = [
+        (b"\x1b[15~", b"MEMORY.md \xc2\xb7 loaded"),  # F5
+        (b"\x1b[15~", b"^s save"),  # F5 again if the editor did not get the focus
+        (b"\x1b[1;5F", None),  # ctrl+end
+        (b"\r" + typed.encode(), None),
+    ]
+    screen = drive_in_a_pty(root, env, keys, typed.encode())
+    assert (root / "MEMORY.md").read_text(encoding="utf-8") == MEMORY
+    assert list(elsewhere.iterdir()) == []
+    last_words = b"".join(screen.split())  # the terminal may wrap lines
+    if state_folder == "unusable":
+        said = last_words[last_words.rindex(b"couldnotbekept") :]
+        assert b"heretheyare:" in said and b"".join(typed.encode().split()) in said, screen[-2000:]
+        assert b"".join(b"Allergic to penicillin".split()) in said
+        return
+    copies = list((state_home / "memdeck" / "recovery").glob("MEMORY.md.*"))
+    assert len(copies) == 1, screen[-2000:]
+    kept = copies[0].read_text(encoding="utf-8")
+    assert kept.startswith(MEMORY.rstrip("\n")) and typed in kept
+    assert b"keptin" + str(copies[0]).encode() in last_words, screen[-2000:]

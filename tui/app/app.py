@@ -242,11 +242,15 @@ class MemdeckApp(App[int]):
         message = f"memdeck: {signal.Signals(number).name}: quit"
         editor = self._dirty_editor()
         if editor is not None and self._engine is not None:
-            try:
-                copy = self._engine.memory.store.save_recovery_copy(editor.text_area.text)
+            text = editor.text_area.text
+            try:  # in the workspace, else the platform's state folder: the path says which
+                copy = self._engine.memory.store.save_recovery_copy(text)
+            except OSError as exc:  # nowhere to keep them: the edits themselves are printed
+                message += (
+                    f"; unsaved MEMORY.md edits could not be kept ({exc}); here they are:\n{text}"
+                )
+            else:
                 message += f"; unsaved MEMORY.md edits kept in {copy}"
-            except OSError as exc:
-                message += f"; unsaved MEMORY.md edits could not be kept: {exc}"
         self.exit(0, message=message)
 
     async def on_event(self, event: events.Event) -> None:
