@@ -407,3 +407,28 @@ def test_a_terminated_app_says_where_its_unsaved_edits_went(
     kept = copies[0].read_text(encoding="utf-8")
     assert kept.startswith(MEMORY.rstrip("\n")) and typed in kept
     assert b"keptin" + str(copies[0]).encode() in last_words, screen[-2000:]
+
+
+def test_a_full_recovery_folder_sends_the_whole_copy_to_the_state_folder(tmp_path: Path) -> None:
+    """The issue's case on a real full disk: ``.memdeck/recovery`` is a 16 KB tmpfs, the
+    buffer 40 KB. The cut-short copy is removed and the whole one is in the state folder."""
+    root = workspace(tmp_path)
+    recovery = root / ".memdeck" / "recovery"
+    recovery.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16k,mode=0700", "tmpfs", str(recovery)],
+        capture_output=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("no tmpfs can be mounted here (the size-limit test covers the cut)")
+    try:
+        state_home = tmp_path / "state"
+        store = MemoryStore(Workspace.open(root))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("XDG_STATE_HOME", str(state_home))
+            copy = store.save_recovery_copy(UNSAVED)
+        assert list(recovery.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(recovery)], check=True)
+    assert copy.parent == state_home / "memdeck" / "recovery"
+    assert copy.read_text(encoding="utf-8") == UNSAVED
