@@ -154,6 +154,7 @@ def test_every_state_file_refuses_a_link(tmp_path: Path) -> None:
         sessions.append_message(session_id, "user", "hello")
     with pytest.raises(OSError, match="symbolic link"):
         sessions.load(session_id)
+    assert sessions.list() == []  # listed sessions are the real ones: the app still opens
     assert untouched(rc)
 
 

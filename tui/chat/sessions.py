@@ -340,10 +340,13 @@ class SessionStore:
     # -- listing --
 
     def ids(self) -> builtins.list[str]:
-        """Ids of every session (not in the trash), oldest first by name."""
+        """Ids of every session (not in the trash), oldest first by name. A link is no
+        session: memdeck never reads or writes a transcript through one."""
         if not self.root.is_dir():
             return []
-        return sorted(p.stem for p in self.root.glob("*.jsonl") if _ID.match(p.stem))
+        return sorted(
+            p.stem for p in self.root.glob("*.jsonl") if _ID.match(p.stem) and not p.is_symlink()
+        )
 
     def list(self) -> builtins.list[SessionInfo]:
         """Every session, most recently updated first."""
