@@ -7,10 +7,12 @@ three-way merge is checked with properties over small line lists full of repeats
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.chat_support import memdeck_env, run_memdeck
 
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryStore
@@ -133,3 +135,191 @@ def test_overlapping_different_changes_clash(base: list[str], data) -> None:
     theirs = _changed(base, other_start, start + 1, ["- theirs"])
     assert merge3(_text(base), _text(mine), _text(theirs)) is None
     assert merge3(_text(base), _text(theirs), _text(mine)) is None
+
+
+# -- C.8: a restore puts each entry back where it was ----------------------------------------
+
+SECTIONED = (
+    "# Long-term Memory\r\n"
+    "\r\n"
+    "## Health\r\n"
+    "\r\n"
+    "- Allergic to penicillin\r\n"
+    "- Blood type O, café au lait \u2028 after lunch\r\n"
+    "- Sees Dr Okafor\r\n"
+    "  every spring\r\n"
+    "\r\n"
+    "## Home\r\n"
+    "- Lives in Lyon\r\n"
+    "- Has a garden\r\n"
+)
+
+
+def _forget(root: Path, *needles: str) -> MemoryStore:
+    store = MemoryStore(Workspace.open(root))
+    chosen = [e for e in store.entries() if any(needle in e.text for needle in needles)]
+    assert len(chosen) == len(needles)
+    assert len(store.retire_entries(chosen, state="forgotten")) == len(needles)
+    return store
+
+
+def _numbers(root: Path, env: dict[str, str]) -> dict[str, str]:
+    listed = run_memdeck(["--workspace", str(root), "forgotten", "--json"], env)
+    assert listed.returncode == 0, listed.stderr
+    records = [json.loads(line) for line in listed.stdout.split("\n") if line]
+    return {record["text"]: str(record["number"]) for record in records}
+
+
+def test_forgotten_entries_come_back_in_their_section_byte_for_byte(tmp_path: Path) -> None:
+    """The issue's case: ``## Health`` entries came back under ``## Home``. Restored in any
+    order by ``memdeck forgotten --restore``, each is back where it was and the file is as it
+    was, byte for byte (CRLF, U+2028, a continuation line)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_bytes(SECTIONED.encode("utf-8"))
+    _forget(root, "penicillin", "Okafor", "Blood type")
+    env = memdeck_env(None, tmp_path)
+    numbers = _numbers(root, env)
+    assert json.loads(
+        run_memdeck(["--workspace", str(root), "forgotten", "--json"], env).stdout.split("\n")[0]
+    )["section"] == ["# Long-term Memory", "## Health"]
+
+    first = run_memdeck(
+        [
+            "--workspace",
+            str(root),
+            "forgotten",
+            "--restore",
+            numbers["Sees Dr Okafor\nevery spring"],
+        ],
+        env,
+    )
+    assert first.returncode == 0, first.stderr
+    assert "restored where it was, under ## Health" in first.stdout
+    data = (root / "MEMORY.md").read_bytes().decode("utf-8")
+    assert data.index("- Sees Dr Okafor") < data.index("## Home")
+
+    rest = [numbers[text] for text in numbers if "Okafor" not in text]
+    restored = run_memdeck(
+        ["--workspace", str(root), "forgotten", *(f"--restore={n}" for n in reversed(rest))], env
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert restored.stdout.count("restored where it was, under ## Health") == 2
+    assert (root / "MEMORY.md").read_bytes() == SECTIONED.encode("utf-8")
+
+
+def test_a_restore_keeps_to_its_neighbours_after_other_edits(tmp_path: Path) -> None:
+    """The user edits the section meanwhile: the entry goes back after the entry that was
+    before it, and nothing else in the file changes."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_bytes(SECTIONED.encode("utf-8"))
+    store = _forget(root, "Blood type")
+    edited = (
+        (root / "MEMORY.md")
+        .read_bytes()
+        .replace(b"## Health\r\n\r\n", b"## Health\r\n\r\n- Takes vitamin D\r\n")
+    )
+    (root / "MEMORY.md").write_bytes(edited)
+    [record] = store.retired_records()
+    restored = store.restore_entry(record)
+    assert restored is not None and restored.in_place
+    assert restored.describe() == "where it was, under ## Health"
+    expected = SECTIONED.replace("## Health\r\n\r\n", "## Health\r\n\r\n- Takes vitamin D\r\n")
+    assert (root / "MEMORY.md").read_bytes() == expected.encode("utf-8")
+
+
+def test_when_its_section_is_gone_the_restore_says_where_it_went(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MEMORY.md").write_bytes(SECTIONED.encode("utf-8"))
+    _forget(root, "penicillin")
+    env = memdeck_env(None, tmp_path)
+    [number] = _numbers(root, env).values()
+    gone = (root / "MEMORY.md").read_bytes().decode("utf-8")
+    gone = gone[: gone.index("## Health")] + gone[gone.index("## Home") :]  # by hand
+    (root / "MEMORY.md").write_bytes(gone.encode("utf-8"))
+    restored = run_memdeck(["--workspace", str(root), "forgotten", "--restore", number], env)
+    assert restored.returncode == 0, restored.stderr
+    assert "at the end of MEMORY.md (its section ## Health is gone)" in restored.stdout
+    assert (root / "MEMORY.md").read_bytes() == (gone + "- Allergic to penicillin\r\n").encode()
+
+
+def test_an_old_record_without_a_place_still_restores_at_the_end(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    workspace = Workspace.open(root)
+    (root / "MEMORY.md").write_text("# Memory\n\n## Health\n- Sees Dr Okafor\n", encoding="utf-8")
+    workspace.history_path.parent.mkdir(parents=True, exist_ok=True)
+    old = {"event": "forgotten", "at": "2026-11-01T09:00:00+00:00", "path": "MEMORY.md"}
+    old |= {"lines": "4-4", "text": "Plays the cello", "raw": "- Plays the cello", "reason": ""}
+    workspace.history_path.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    store = MemoryStore(workspace)
+    [record] = store.retired_records()
+    assert record.place is None
+    restored = store.restore_entry(record)
+    assert restored is not None and not restored.in_place
+    assert restored.describe() == "at the end of MEMORY.md (the record does not say where it was)"
+    assert (root / "MEMORY.md").read_text(encoding="utf-8") == (
+        "# Memory\n\n## Health\n- Sees Dr Okafor\n- Plays the cello\n"
+    )
+
+
+SECTION_NAMES = st.sampled_from(["## Health", "## Home", "### Garden", "## Health"])
+
+
+@st.composite
+def sectioned_memory(draw) -> str:
+    """A MEMORY.md of sections (some with the same heading), entries and blank lines."""
+    lines = [draw(st.sampled_from(["# Long-term Memory", ""]))]
+    number = 0
+    for _ in range(draw(st.integers(0, 3))):
+        if draw(st.booleans()) or number == 0:
+            lines.append(draw(SECTION_NAMES))
+        for _ in range(draw(st.integers(0, 4))):
+            number += 1
+            lines.append(
+                draw(st.sampled_from([f"- fact {number}", f"- fact {number}\n  more", ""]))
+            )
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    return ("\n".join(lines) + draw(st.sampled_from(["\n", ""]))).replace("\n", newline)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=sectioned_memory(), data=st.data())
+def test_entries_forgotten_together_come_back_where_they_were(
+    tmp_path_factory, text: str, data
+) -> None:
+    """Restored top down (as the Activity tab's undo and ``forgotten --restore`` do), the file
+    is byte for byte as before the forget; in any order, every entry is back in its section
+    among the same neighbours."""
+    root = tmp_path_factory.mktemp("ws")
+    (root / "MEMORY.md").write_bytes(text.encode("utf-8"))
+    store = MemoryStore(Workspace.open(root))
+    entries = store.entries()
+    if not entries:
+        return
+    chosen = data.draw(
+        st.lists(st.sampled_from(entries), min_size=1, unique=True), label="forgotten"
+    )
+    store.retire_entries(chosen, state="forgotten")
+    records = store.retired_records()
+    in_order = data.draw(st.booleans(), label="top down")
+    order = records if in_order else data.draw(st.permutations(records), label="order")
+    for record in order:
+        restored = store.restore_entry(record)
+        assert restored is not None and restored.in_place
+    after = (root / "MEMORY.md").read_bytes().decode("utf-8")
+    if in_order:
+        assert after == text
+    else:
+        assert [(e.text, _section_of(after, e.start)) for e in store.entries()] == [
+            (e.text, _section_of(text, e.start)) for e in entries
+        ]
+
+
+def _section_of(text: str, line: int) -> str:
+    """The last heading above line ``line`` (1-based) of ``text``."""
+    headings = [
+        body for body in text.replace("\r\n", "\n").split("\n")[: line - 1] if body.startswith("#")
+    ]
+    return headings[-1] if headings else ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import partial
@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
+from rich.text import Text
 from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
+from textual.filter import LineFilter
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Input
@@ -39,7 +42,9 @@ from tui.app.screens.main_screen import MainScreen
 from tui.app.screens.unsaved_quit_screen import QuitChoice, UnsavedQuitScreen
 from tui.app.textual_compat import palette_search_group, palette_select
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
+from tui.app.visible_controls import VisibleControls
 from tui.chat.config import Config, ConfigError, save_config
+from tui.engine.visible import visible_text
 
 if TYPE_CHECKING:
     from tui.app.panels.memory_editor import MemoryEditor
@@ -144,6 +149,7 @@ class MemdeckApp(App[int]):
         pin dates in tests; ``load_model=False`` keeps search BM25-only; ``watch=False`` skips
         the watcher."""
         super().__init__()
+        self._visible_controls = VisibleControls()
         if engine is None and (config is None or open_engine is None):
             raise ValueError("give an engine, or a config and open_engine")
         self._engine = engine
@@ -204,8 +210,31 @@ class MemdeckApp(App[int]):
         message: RenderableType | None = None,
     ) -> None:
         """Exit the app, once the main widgets have finished mounting if they are mounting
-        now (quitting in that instant would tear down widgets without their children)."""
+        now (quitting in that instant would tear down widgets without their children). A
+        ``message`` string is printed as text (it may hold a path or an error's words)."""
+        if isinstance(message, str):
+            message = Text(visible_text(message))
         self.main_screen.call_when_attached(partial(super().exit, result, return_code, message))
+
+    # -- what reaches the terminal --
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then :class:`VisibleControls`: no view emits a control
+        character (memory, file names, answers and clients' names are shown as text)."""
+        return [*super().get_line_filters(), self._visible_controls]
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, its message and title shown as text and never parsed as markup, whatever
+        ``markup`` says: toasts carry file names, clients' names and errors' words."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- start-up --
 

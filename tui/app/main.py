@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui.chat.config import Config, ConfigError, config_path, load_config
+from tui.engine.visible import visible_text
 
 if TYPE_CHECKING:
     from tui.chat.chat import ChatEngine
@@ -24,7 +25,7 @@ def run_app(args: argparse.Namespace) -> int:
     try:
         config = load_config(getattr(args, "config", None))
     except ConfigError as exc:
-        print(f"memdeck: error: {exc}", file=sys.stderr)
+        print(visible_text(f"memdeck: error: {exc}"), file=sys.stderr)
         return 2
     workspace = getattr(args, "workspace", None)
     app = MemdeckApp(

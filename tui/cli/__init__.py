@@ -13,15 +13,19 @@ import os
 import shutil
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from .. import __version__
 from ..engine.workspace import default_workspace
 from . import chat, memory, serve
+from .output import visible_output
 from .registry import CliError, Command
 
 #: Every subcommand by name, in the order ``memdeck --help`` lists them.
 COMMANDS: dict[str, Command] = {**memory.COMMANDS, **chat.COMMANDS, **serve.COMMANDS}
+#: Commands whose stdout is a protocol stream, written as it is (their stderr shows controls).
+PROTOCOL_COMMANDS = frozenset(serve.COMMANDS)
 
 __all__ = ["COMMANDS", "CliError", "Command", "build_parser", "main", "run_tui"]
 
@@ -82,17 +86,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        run = getattr(args, "run", None)
-        return run(args) if run else run_tui(args)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:
-        message = one_line_error(exc, getattr(args, "workspace", None))
-        if message is None:
-            raise
-        print(f"memdeck: error: {message}", file=sys.stderr)
-        return 2
+    run = getattr(args, "run", None)
+    # A command prints; the app writes to the terminal itself (and its views show controls).
+    output = visible_output(stdout=args.command not in PROTOCOL_COMMANDS) if run else nullcontext()
+    with output:
+        try:
+            return run(args) if run else run_tui(args)
+        except KeyboardInterrupt:
+            return 130
+        except Exception as exc:
+            message = one_line_error(exc, getattr(args, "workspace", None))
+            if message is None:
+                raise
+            print(f"memdeck: error: {message}", file=sys.stderr)
+            return 2
 
 
 def one_line_error(exc: Exception, workspace: str | os.PathLike[str] | None) -> str | None:

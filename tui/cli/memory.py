@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 
+from .output import terminal_of
 from .registry import CliError, Command
 
 
@@ -45,12 +46,13 @@ def _progress_printer(enabled: bool) -> Callable[[str, int, int], None] | None:
         return None
 
     def show(stage: str, done: int, total: int) -> None:
+        terminal = terminal_of(sys.stderr)  # the bar's own \r, not shown as text
         width = 30
         filled = int(width * done / max(1, total))
-        sys.stderr.write(f"\r{stage:<10} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        terminal.write(f"\r{stage:<10} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
         if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            terminal.write("\n")
+        terminal.flush()
 
     return show
 

@@ -26,7 +26,7 @@ from .metadata import EntryMeta
 from .options import InjectionOptions, SearchOptions
 from .search import NO_MODEL_NOTE, SearchResponse, change_note, retrieval_text, search
 from .search_links import memory_entries_changed
-from .store import EntryBatch, MemoryEntry, MemoryStore, RetiredRecord
+from .store import EntryBatch, MemoryEntry, MemoryStore, RestoredEntry, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace
 
@@ -352,12 +352,13 @@ class MemoryEngine:
         retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
         return retired, self._changed((entry.path for entry in retired), origin)
 
-    def restore(self, record: RetiredRecord, *, origin: str = RESTORE) -> MemoryChange | None:
+    def restore(self, record: RetiredRecord, *, origin: str = RESTORE) -> RestoredEntry | None:
         """Undo a forget or a supersede (see :meth:`MemoryStore.restore_entry`), then re-index
-        the file; None when nothing could be restored."""
-        if not self.store.restore_entry(record):
-            return None
-        return self._changed([record.path], origin)
+        the file. Says where the entry went; None when nothing could be restored."""
+        restored = self.store.restore_entry(record)
+        if restored is not None:
+            self._changed([record.path], origin)
+        return restored
 
     def supersede(
         self,

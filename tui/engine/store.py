@@ -21,6 +21,7 @@ from pathlib import Path
 
 import platformdirs
 
+from .entry_place import EntryPlace, entry_place, insertion_point
 from .fileio import (
     ConcurrentEditError,
     append_text,
@@ -118,6 +119,30 @@ class RetiredRecord:
     text: str
     raw: str
     reason: str
+    #: Where a MEMORY.md entry was (None in records written before places were kept).
+    place: EntryPlace | None = None
+
+
+@dataclass(frozen=True)
+class RestoredEntry:
+    """Where :meth:`MemoryStore.restore_entry` put an entry back: ``in_place`` when in its
+    section (after or before its old neighbours when they are there), else at the end of
+    ``path`` because its section is gone (``place`` set) or the record does not say where it
+    was (``place`` None)."""
+
+    path: str
+    in_place: bool
+    place: EntryPlace | None = None
+
+    def describe(self) -> str:
+        """Where it went, to follow "restored" in a message (the heading is the file's text:
+        show it as text)."""
+        heading = self.place.heading if self.place else ""
+        if self.in_place:
+            return f"where it was, under {heading}" if heading else f"where it was in {self.path}"
+        if heading:
+            return f"at the end of {self.path} (its section {heading} is gone)"
+        return f"at the end of {self.path} (the record does not say where it was)"
 
 
 @dataclass
@@ -407,7 +432,9 @@ class MemoryStore:
             by_path.setdefault(entry.path, []).append(entry)
         retired: list[MemoryEntry] = []
         for rel_path, chosen in by_path.items():
-            for entry in chosen:
+            chosen = sorted(chosen, key=lambda e: e.start)  # an undo then restores top down
+            places = self._places(rel_path, chosen)
+            for entry, place in zip(chosen, places, strict=True):
                 self.record_history(
                     state,
                     path=rel_path,
@@ -417,6 +444,7 @@ class MemoryStore:
                     entry_id=entry.entry_id,
                     reason=reason,
                     replaced_by=replaced_by,
+                    **({"place": place.as_record()} if place else {}),
                 )
             done: list[MemoryEntry] = []
             self.edit_file(
@@ -425,6 +453,26 @@ class MemoryStore:
             )
             retired.extend(done)
         return retired
+
+    def _places(self, rel_path: str, chosen: Sequence[MemoryEntry]) -> list[EntryPlace | None]:
+        """Where each of ``chosen`` is in MEMORY.md now (None: not found, or a daily log,
+        whose entries are marked in place)."""
+        if rel_path != MEMORY_FILE:
+            return [None] * len(chosen)
+        path = self._guarded(rel_path)
+        text = decode_exact(path.read_bytes()) if path.exists() else ""
+        bodies = file_lines(text)
+        blocks = [(entry.start - 1, entry.raw) for entry in parse_entries(text, rel_path)]
+        unterminated = bool(text) and not text.endswith("\n")
+        places: list[EntryPlace | None] = []
+        for entry in chosen:
+            at = _find_block(bodies, entry)
+            places.append(
+                None
+                if at is None
+                else entry_place(bodies, blocks, at, len(entry.raw), unterminated=unterminated)
+            )
+        return places
 
     def retired_texts(self) -> set[str]:
         """Normalised texts of every forgotten or superseded entry in the audit trail (not
@@ -456,16 +504,19 @@ class MemoryStore:
                     str(record.get("text", "")),
                     str(record.get("raw") or f"- {record.get('text')}"),
                     str(record.get("reason") or ""),
+                    EntryPlace.from_record(record.get("place")),
                 )
             elif event == "restored" and isinstance(record.get("restores"), int):
                 found.pop(record["restores"], None)
         return list(found.values())
 
-    def restore_entry(self, record: RetiredRecord) -> bool:
-        """Undo a forget (or a supersede): a MEMORY.md entry is appended back as it was written,
-        a daily-log entry loses its ``state=`` mark. False when it is already back or its
-        marked lines are no longer in the file (edited by hand since); nothing is written then."""
-        restored: list[bool] = []
+    def restore_entry(self, record: RetiredRecord) -> RestoredEntry | None:
+        """Undo a forget (or a supersede): a MEMORY.md entry goes back as it was written where
+        it was (see :mod:`tui.engine.entry_place`; at the end when its section is gone), a
+        daily-log entry loses its ``state=`` mark. Every other byte of the file is kept. None
+        when it is already back or its marked lines are no longer in the file (edited by hand
+        since); nothing is written then."""
+        restored: list[RestoredEntry] = []
 
         def change(text: str) -> str:
             restored.clear()
@@ -476,8 +527,16 @@ class MemoryStore:
                 size = len(raw_lines)
                 if any(bodies[i : i + size] == raw_lines for i in range(len(bodies))):
                     return text  # already there
-                restored.append(True)
-                return _append_entries(text, ["\n".join(raw_lines)])
+                place = record.place
+                at = None
+                if place is not None:
+                    blocks = [(e.start - 1, e.raw) for e in parse_entries(text, record.path)]
+                    at = insertion_point(bodies, blocks, place)
+                restored.append(RestoredEntry(record.path, at is not None, place))
+                if at is None:
+                    return _append_entries(text, ["\n".join(raw_lines)])
+                unterminated = place is not None and place.unterminated
+                return _insert_lines(text, lines, at, raw_lines, unterminated=unterminated)
             marked = [_mark_line(raw, record.event) for raw in raw_lines]
             size = len(marked)
             at = next((i for i in range(len(bodies)) if bodies[i : i + size] == marked), None)
@@ -485,7 +544,7 @@ class MemoryStore:
                 return text
             for offset, raw in enumerate(raw_lines):
                 lines[at + offset] = raw + lines[at + offset][len(marked[offset]) :]
-            restored.append(True)
+            restored.append(RestoredEntry(record.path, True))
             return "".join(lines)
 
         self.edit_file(record.path, change)
@@ -493,7 +552,7 @@ class MemoryStore:
             self.record_history(
                 "restored", restores=record.number, path=record.path, text=record.text
             )
-        return bool(restored)
+        return restored[0] if restored else None
 
     def append_daily(self, text: str, day: date | None = None) -> Path:
         """Append ``text`` to the daily log of ``day`` (today by default), creating it with a title."""
@@ -593,11 +652,35 @@ def _encodable(text: str) -> bool:
 def _append_entries(text: str, entries: Sequence[str]) -> str:
     """``text`` with ``entries`` added at the end, in the file's own line endings."""
     base = text if text.strip() else MEMORY_TEMPLATE
-    crlf = base.count("\r\n")
-    newline = "\r\n" if crlf > base.count("\n") - crlf else "\n"
+    newline = _newline_of(base)
     if not base.endswith("\n"):
         base += newline
     return base + "".join(entry.replace("\n", newline) + newline for entry in entries)
+
+
+def _newline_of(text: str) -> str:
+    """The line ending most of ``text``'s lines have."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf > text.count("\n") - crlf else "\n"
+
+
+def _insert_lines(
+    text: str, lines: list[str], at: int, new: Sequence[str], *, unterminated: bool = False
+) -> str:
+    """``text`` (split as ``lines``) with the line bodies ``new`` inserted before line ``at``,
+    in the file's own line endings; every other byte is kept. ``unterminated``: the last new
+    line gets no line ending when it ends a file that ends with one (as it was written)."""
+    newline = _newline_of(text)
+    added = [body + newline for body in new]
+    if unterminated and at == len(lines) and (not text or text.endswith("\n")):
+        added[-1] = new[-1]
+    lines = list(lines)
+    if at == len(lines) and lines and not lines[-1].endswith("\n"):
+        lines[-1] += newline  # the last line had no ending: the entry goes on a line of its own
+    if at == 0 and lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]  # the byte-order mark stays at the very start
+        added[0] = "\ufeff" + added[0]
+    return "".join([*lines[:at], *added, *lines[at:]])
 
 
 def _find_block(lines: list[str], entry: MemoryEntry) -> int | None:

@@ -167,8 +167,9 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
                 key=str(index),
             )
         agents = sorted({r.client for r in self.records if r.client})
+        # Clients name themselves: their names are text, never markup.
         self.query_one("#activity-summary", Static).update(
-            f"{len(self.records)} calls by {', '.join(agents)}"
+            Text(f"{len(self.records)} calls by {', '.join(agents)}")
             if self.records
             else "no agent has used this memory yet"
         )

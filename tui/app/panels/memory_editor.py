@@ -21,6 +21,7 @@ from tui.engine.engine import EDITOR, MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryFileState
+from tui.engine.visible import control_pictures
 from tui.engine.workspace import MEMORY_FILE, PathRefusedError
 
 
@@ -76,6 +77,12 @@ class MemoryTextArea(TextArea):
     def action_document_end(self, select: bool = False) -> None:
         """Move the cursor to the end of the file."""
         self.move_cursor(self.document.end, select=select)
+
+    def get_line(self, line_index: int) -> Text:
+        """A line as shown: a control character in it (``ESC``, ``BEL``) as its picture
+        (``␛``, ``␇``), one character for one so that the cursor and the selection stay on
+        their characters. The document, and what is saved, keeps the file's bytes."""
+        return Text(control_pictures(self.document.get_line(line_index)), end="", no_wrap=True)
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "escape":

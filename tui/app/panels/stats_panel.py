@@ -274,5 +274,7 @@ last written and what happened. The log below records trigger and index events a
         if not self.flushes:
             table.add_row("last flush", "—", Text("none yet", style="dim"))
         for number, (trigger, (when, outcome)) in enumerate(sorted(self.flushes.items())):
-            table.add_row("last flush" if number == 0 else "", f"{trigger} {when:%H:%M}", outcome)
+            # A Rich table parses a str cell as markup: an outcome names files and errors.
+            label = "last flush" if number == 0 else ""
+            table.add_row(label, Text(f"{trigger} {when:%H:%M}"), Text(outcome))
         self.query_one("#stats-flushes", Static).update(table)
