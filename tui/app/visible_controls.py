@@ -25,8 +25,8 @@ class VisibleControls(LineFilter):
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
         """``segments`` (one line), each control character in its visible form, same width."""
         search = CONTROL_CHARACTER.search
-        if not any(search(segment.text) for segment in segments):
-            return segments
+        if search("".join([segment.text for segment in segments])) is None:
+            return segments  # nearly every line: one regex scan (about a microsecond)
         shown = list(segments)
         for index in range(len(shown)):
             text, style, control = shown[index]
