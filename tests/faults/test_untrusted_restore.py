@@ -13,7 +13,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.chat_support import memdeck_env, run_memdeck
+from support.mcp_support import connected
+from support.pilot import app_ready, small_app, wait_until
 
+from tui.app.panels.activity_panel import ActivityPanel
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryStore
 from tui.engine.workspace import Workspace
@@ -323,3 +326,42 @@ def _section_of(text: str, line: int) -> str:
         body for body in text.replace("\r\n", "\n").split("\n")[: line - 1] if body.startswith("#")
     ]
     return headings[-1] if headings else ""
+
+
+async def test_the_activity_tabs_undo_puts_an_agents_forget_back_in_place(
+    engine, tmp_path: Path
+) -> None:
+    """Another agent forgets a ``## Health`` entry over MCP (a real server process); ``u`` in
+    the Activity tab brings it back under ``## Health``: the file is as it was, and the
+    notification says so (as text)."""
+    workspace = engine.memory.workspace.root
+    memory_file = workspace / "MEMORY.md"
+    # LF and no U+2028: the editor's buffer would differ from such a file as soon as loaded.
+    original = SECTIONED.replace("\r\n", "\n").replace(" \u2028", "").encode("utf-8")
+    memory_file.write_bytes(original)
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app_ready(pilot)
+        panels = app.main_screen.memory_panels
+        activity = panels.query_one(ActivityPanel)
+        async with connected(workspace, tmp_path) as agent:
+            forgot = await agent.call_tool("forget_memory", {"query": "Allergic to penicillin"})
+            assert forgot.isError is False, forgot
+        assert b"penicillin" not in memory_file.read_bytes()
+        await wait_until(
+            pilot,
+            lambda: bool(activity.records) and activity.records[0].name == "forget_memory",
+            "the forget in Activity",
+        )
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: panels.active_tab == "activity", "the Activity tab")
+        await pilot.press("u")
+        await wait_until(
+            pilot, lambda: b"penicillin" in memory_file.read_bytes(), "the forget undone"
+        )
+        await wait_until(
+            pilot,
+            lambda: any("each where it was" in n.message for n in app._notifications),
+            "the notification",
+        )
+    assert memory_file.read_bytes() == original
