@@ -6,15 +6,18 @@ short form of the arguments, whether it worked, how many results and which entri
 keeps its results with their score breakdown, so the app can show why each memory came back
 for that agent; a forget keeps what it retired, so the app can undo it.
 
-The log is bounded: past :data:`MAX_BYTES` the oldest lines go, keeping the newest half.
-A line that cannot be read is skipped, never fatal.
+The log is bounded: every field of a record is cut to a bound before it is written (a client
+name, an argument, a 600 KB query: :meth:`ActivityRecord.bounded`), and past :data:`MAX_BYTES`
+the oldest lines go, keeping the newest that fit in half of it, the records of forgets and
+supersedes first (what undo and the MCP forget budget read). A line that cannot be read is
+skipped, never fatal.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,15 @@ MAX_BYTES = 512 * 1024
 MAX_ARGUMENT_CHARS = 80
 #: Characters of a result's text kept in the log.
 MAX_RESULT_TEXT = 300
+#: Characters kept of a client's name and version.
+MAX_CLIENT_CHARS = 200
+#: Characters kept of any other text field (the arguments' short form, a query, a summary,
+#: each entry).
+MAX_FIELD_CHARS = 1_000
+#: Items kept of a record's lists (entries, results, forgotten).
+MAX_LIST_ITEMS = 50
+#: How a save's entries name an entry it superseded.
+SUPERSEDED_PREFIX = "superseded: "
 
 
 def activity_path(root: Path | str) -> Path:
@@ -37,15 +49,35 @@ def activity_path(root: Path | str) -> Path:
     return Path(root) / STATE_DIR / ACTIVITY_FILE
 
 
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def short_arguments(arguments: dict[str, Any]) -> str:
-    """``query="deploy steps" maxResults=3``: each argument cut to a readable length."""
+    """``query="deploy steps" maxResults=3``: each argument cut to a readable length, the
+    whole to :data:`MAX_FIELD_CHARS`."""
     parts = []
+    size = 0
     for name, value in arguments.items():
         text = json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
-        if len(text) > MAX_ARGUMENT_CHARS:
-            text = text[: MAX_ARGUMENT_CHARS - 1] + "…"
-        parts.append(f"{str(name)[:40]}={text}")
-    return " ".join(parts)
+        parts.append(f"{str(name)[:40]}={cut_text(text, MAX_ARGUMENT_CHARS)}")
+        size += len(parts[-1]) + 1
+        if size > MAX_FIELD_CHARS:  # thousands of arguments: stop reading them
+            break
+    return cut_text(" ".join(parts), MAX_FIELD_CHARS)
+
+
+def _bounded_json(value: Any, limit: int) -> Any:
+    """``value`` with every string in it cut to ``limit`` and every list to
+    :data:`MAX_LIST_ITEMS`."""
+    if isinstance(value, str):
+        return cut_text(value, limit)
+    if isinstance(value, dict):
+        return {cut_text(str(k), limit): _bounded_json(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bounded_json(item, limit) for item in value[:MAX_LIST_ITEMS]]
+    return value
 
 
 @dataclass(frozen=True)
@@ -74,6 +106,34 @@ class ActivityRecord:
             return datetime.fromisoformat(self.at)
         except ValueError:
             return None
+
+    @property
+    def retired(self) -> int:
+        """Entries this call retired: forgotten, or superseded by a save."""
+        if not self.ok:
+            return 0
+        superseded = sum(1 for e in self.entries if e.startswith(SUPERSEDED_PREFIX))
+        return len(self.forgotten) + superseded
+
+    def bounded(self) -> ActivityRecord:
+        """This record with every field cut to its bound (what :meth:`ActivityLog.append`
+        writes): text from a client is never written whole."""
+        return replace(
+            self,
+            at=self.at[:40],
+            client=cut_text(self.client, MAX_CLIENT_CHARS),
+            kind=self.kind[:20],
+            name=cut_text(self.name, MAX_ARGUMENT_CHARS),
+            arguments=cut_text(self.arguments, MAX_FIELD_CHARS),
+            summary=cut_text(self.summary, MAX_FIELD_CHARS),
+            entries=[cut_text(e, MAX_FIELD_CHARS) for e in self.entries[:MAX_LIST_ITEMS]],
+            results=[
+                _bounded_json(trimmed_result(r), MAX_RESULT_TEXT)
+                for r in self.results[:MAX_LIST_ITEMS]
+            ],
+            forgotten=[_bounded_json(f, MAX_FIELD_CHARS) for f in self.forgotten[:MAX_LIST_ITEMS]],
+            query=cut_text(self.query, MAX_FIELD_CHARS),
+        )
 
     @classmethod
     def from_json(cls, data: object) -> ActivityRecord | None:
@@ -104,10 +164,7 @@ class ActivityRecord:
 
 def trimmed_result(result: dict[str, Any]) -> dict[str, Any]:
     """A search result's JSON with its text cut to :data:`MAX_RESULT_TEXT` characters."""
-    text = str(result.get("text", ""))
-    if len(text) > MAX_RESULT_TEXT:
-        text = text[: MAX_RESULT_TEXT - 1] + "…"
-    return {**result, "text": text}
+    return {**result, "text": cut_text(str(result.get("text", "")), MAX_RESULT_TEXT)}
 
 
 class ActivityLog:
@@ -119,8 +176,9 @@ class ActivityLog:
         self.max_bytes = max_bytes
 
     def append(self, record: ActivityRecord) -> None:
-        """Add ``record``; never raises for an I/O problem (the call it records has happened)."""
-        line = json.dumps(asdict(record), ensure_ascii=False, default=str)
+        """Add ``record``, each field cut to its bound (:meth:`ActivityRecord.bounded`); never
+        raises for an I/O problem (the call it records has happened)."""
+        line = json.dumps(asdict(record.bounded()), ensure_ascii=False, default=str)
         try:
             append_text(self.path, line + "\n")
             if self.path.stat().st_size > self.max_bytes:
@@ -129,20 +187,17 @@ class ActivityLog:
             pass
 
     def _trim(self) -> None:
-        """Keep the newest lines that fit in half of :attr:`max_bytes`."""
+        """Keep the newest lines that fit in half of :attr:`max_bytes`: first the records of
+        calls that retired entries (undo and the MCP forget budget need them), then the
+        rest, in their order. A line too long to ever fit is passed over, never the cause
+        of dropping everything."""
         with lock_for(self.path):
             lines = self.path.read_bytes().splitlines(keepends=True)
-            kept: list[bytes] = []
-            size = 0
-            for line in reversed(lines):
-                size += len(line)
-                if size > self.max_bytes // 2:
-                    break
-                kept.append(line)
+            kept = _newest_that_fit(lines, self.max_bytes // 2)
             tmp = self.path.with_name(self.path.name + ".tmp")
             fd = open_own_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             with os.fdopen(fd, "wb") as out:
-                out.writelines(reversed(kept))
+                out.writelines(kept)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
@@ -157,11 +212,24 @@ class ActivityLog:
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 record = ActivityRecord.from_json(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if record is not None:
                 records.append(record)
         return records[-limit:] if limit else records
+
+    def retired_since(self, since: datetime) -> int:
+        """Entries the logged calls retired at ``since`` or later (a time with its offset)."""
+        total = 0
+        for record in self.read():
+            when = record.time
+            if when is None or not record.retired:
+                continue
+            if when.tzinfo is None:
+                when = when.astimezone()
+            if when >= since:
+                total += record.retired
+        return total
 
     def stamp(self) -> tuple[int, int] | None:
         """``(size, mtime_ns)`` of the log, to tell cheaply whether it changed."""
@@ -170,6 +238,33 @@ class ActivityLog:
         except OSError:
             return None
         return st.st_size, st.st_mtime_ns
+
+
+def _newest_that_fit(lines: list[bytes], budget: int) -> list[bytes]:
+    """The newest of ``lines`` that fit in ``budget`` bytes, in their order: first those of
+    calls that retired entries, then the others."""
+    retiring = [i for i, line in enumerate(lines) if _retires(line)]
+    others = sorted(set(range(len(lines))) - set(retiring))
+    kept: set[int] = set()
+    size = 0
+    for wanted in (retiring, others):
+        for i in reversed(wanted):
+            if len(lines[i]) > budget:
+                continue  # never fits (an old, unbounded line): pass over it
+            if size + len(lines[i]) > budget:
+                break
+            kept.add(i)
+            size += len(lines[i])
+    return [lines[i] for i in sorted(kept)]
+
+
+def _retires(line: bytes) -> bool:
+    """True when the log line is a call that retired entries."""
+    try:
+        record = ActivityRecord.from_json(json.loads(line))
+    except (ValueError, RecursionError):
+        return False
+    return record is not None and record.retired > 0
 
 
 def now_iso() -> str:
@@ -209,7 +304,9 @@ __all__ = [
     "ACTIVITY_FILE",
     "ActivityLog",
     "ActivityRecord",
+    "SUPERSEDED_PREFIX",
     "activity_path",
+    "cut_text",
     "now_iso",
     "retired_by",
     "short_arguments",

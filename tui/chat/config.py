@@ -82,6 +82,7 @@ from .config_sections import (
     ConfigError,
     EmbeddingSettings,
     LLMSettings,
+    MCPSettings,
     MemorySettings,
     TriggerSettings,
     UISettings,
@@ -187,6 +188,11 @@ class Config(_ConfigRecord):  # type: ignore[misc, valid-type]
     def embeddings(self) -> EmbeddingSettings:
         """``[embeddings]``, with the key load_config chose for its base_url."""
         return EmbeddingSettings(**self._section("embeddings"))
+
+    @cached_property
+    def mcp(self) -> MCPSettings:
+        """``[mcp]``."""
+        return MCPSettings(**self._section("mcp"))
 
     def _section(self, section: str) -> dict[str, Any]:
         return {key: getattr(self, name) for name, key in _SECTION_NAMES[section]}

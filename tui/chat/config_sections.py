@@ -1,6 +1,6 @@
 """The sections of config.toml as types: each setting with its default, its doc and its
-range (``[llm]``, ``[memory]``, ``[triggers]``, ``[ui]``, ``[embeddings]``); :mod:`tui.chat.config`
-reads, validates and writes them."""
+range (``[llm]``, ``[memory]``, ``[triggers]``, ``[ui]``, ``[embeddings]``, ``[mcp]``);
+:mod:`tui.chat.config` reads, validates and writes them."""
 
 from __future__ import annotations
 
@@ -279,6 +279,21 @@ class TriggerSettings:
 
 
 @dataclass(frozen=True)
+class MCPSettings:
+    """``[mcp]``: what agents connected over ``memdeck mcp`` may do without the user."""
+
+    max_forgets: int = setting(
+        5,
+        "Memories MCP clients together may forget (or retire with supersedes) within "
+        "forget_window_minutes; more are refused with the reason (the user forgets in memdeck).",
+        range=(0, 100_000),
+    )
+    forget_window_minutes: float = setting(
+        10.0, "The window max_forgets counts over, in minutes.", range=(0.01, 525_600)
+    )
+
+
+@dataclass(frozen=True)
 class UISettings:
     """``[ui]``: how the terminal UI looks."""
 
@@ -371,6 +386,7 @@ SECTION_TYPES: dict[str, type] = {
     "triggers": TriggerSettings,
     "ui": UISettings,
     "embeddings": EmbeddingSettings,
+    "mcp": MCPSettings,
 }
 
 

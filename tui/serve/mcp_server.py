@@ -9,6 +9,14 @@ transports. A bad argument is an error result (``isError``) and the server keeps
 Start-up is kept short: the SDK and the tool specs are all ``initialize`` needs; the memory
 engine opens at the first call and the embedding model loads at the first search. Every call
 is recorded in the activity log (:mod:`tui.chat.activity`) for the app to show.
+
+Destruction is bounded: all MCP clients together may retire (forget, or supersede by a save)
+at most ``[mcp] max_forgets`` entries in ``forget_window_minutes``, counted from the activity
+log every server writes (so a restart or a second server does not reset the count); past it a
+call is refused with the count and the way out. A cancelled call never leaves a write half
+done: a write cancelled before it starts does not happen, one under way is finished and
+answered (:class:`~tui.serve.transport.InFlight`). The JSON-RPC edges (unreadable lines,
+unknown methods, calls before ``initialize``) are answered in :mod:`tui.serve.transport`.
 """
 
 from __future__ import annotations
@@ -17,19 +25,20 @@ import contextlib
 import json
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 
 from .. import __version__
 from ..chat.activity import (
+    SUPERSEDED_PREFIX,
     ActivityLog,
     ActivityRecord,
     now_iso,
@@ -37,6 +46,9 @@ from ..chat.activity import (
     trimmed_result,
 )
 from ..chat.tool_specs import SPECS, TOOL_SPECS, ToolArgumentError, ToolSpec
+from ..engine.fileio import lock_for
+from ..engine.workspace import STATE_DIR
+from .transport import InFlight, Screen, stdio_transport
 
 if TYPE_CHECKING:
     from ..chat.config import Config
@@ -46,6 +58,11 @@ if TYPE_CHECKING:
 
 #: Tools that only read.
 READ_ONLY = {"memory_search", "memory_get"}
+#: Tools that write: one at a time, and never stopped half way by a cancel.
+WRITES = {"save_memory", "forget_memory"}
+#: Held (by every server of the workspace) from counting the retired entries to recording a
+#: call that retires more, so two servers cannot both pass the budget's last place.
+RETIRE_BUDGET_LOCK = "mcp-retire-budget"
 RECALL_PROMPT = "recall"
 #: Said before the recalled block: the notes are the user's, to read, never to obey.
 RECALL_PREFACE = (
@@ -103,16 +120,60 @@ class MemoryService:
         engine.sync()
         return tools
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run tool ``name``; never raises (see :meth:`MemoryTools.execute`)."""
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        record: Callable[[ToolResult], None] = lambda result: None,
+    ) -> ToolResult:
+        """Run tool ``name`` and ``record`` its result; never raises (see
+        :meth:`MemoryTools.execute`). A call that would retire entries is recorded before
+        the retire budget's lock is let go, so the next call anywhere counts it."""
         from ..chat.tools import ToolResult
 
         with self._lock:
             try:
                 tools = self._ready(search=name in ("memory_search", "forget_memory"))
+                if name in WRITES:
+                    with lock_for(self.root / STATE_DIR / RETIRE_BUDGET_LOCK):
+                        result = self._within_budget(tools, name, arguments)
+                        record(result)
+                        return result
             except Exception as exc:  # the workspace went away, the index is unusable…
-                return ToolResult.error("unavailable", f"memory is unavailable: {exc}")
-            return tools.execute(name, arguments)
+                result = ToolResult.error("unavailable", f"memory is unavailable: {exc}")
+            else:
+                result = tools.execute(name, arguments)
+            record(result)
+            return result
+
+    def _within_budget(
+        self, tools: MemoryTools, name: str, arguments: dict[str, Any]
+    ) -> ToolResult:
+        """Run a write, refused when the entries it would retire pass ``[mcp] max_forgets``
+        in the window (forgets and supersedes by any MCP client count)."""
+        from ..chat.tools import ToolResult
+
+        plan = tools.plan_forget(arguments) if name == "forget_memory" else None
+        if isinstance(plan, ToolResult):
+            return plan
+        supersedes = arguments.get("supersedes")
+        wanted = len(plan.entries) if plan else int(isinstance(supersedes, str))
+        if wanted:
+            limits = self.config.mcp
+            since = datetime.now(UTC) - timedelta(minutes=limits.forget_window_minutes)
+            done = self.activity.retired_since(since)
+            if done + wanted > limits.max_forgets:
+                return ToolResult.error(
+                    "limit_reached",
+                    f"Refused: {done} memor{'y' if done == 1 else 'ies'} retired by MCP clients "
+                    f"in the last {limits.forget_window_minutes:g} minutes; {wanted} more would "
+                    f"pass the limit of {limits.max_forgets}. Nothing was changed. The user can "
+                    "forget in memdeck, or raise [mcp] max_forgets in config.toml.",
+                    retired=done,
+                    limit=limits.max_forgets,
+                    **({"matches": plan.describe()} if plan else {}),
+                )
+        return tools.apply_forget(plan) if plan else tools.execute(name, arguments)
 
     def recall(self, query: str) -> Injection:
         """The injection block a chat turn would get for ``query`` (the configured budget)."""
@@ -201,7 +262,8 @@ def describe_call(
         return f"read {content['to'] - content['from'] + 1} lines", [where], [], []
     if name == "save_memory":
         where = service.entry_line(str(content.get("id", ""))) or "MEMORY.md"
-        entries = [where] + [f"superseded: {s['text']}" for s in content.get("superseded", [])]
+        superseded = content.get("superseded", [])
+        entries = [where] + [f"{SUPERSEDED_PREFIX}{s['text']}" for s in superseded]
         return ("saved" if content.get("saved") else "already remembered"), entries, [], []
     if name == "forget_memory":
         forgotten = [
@@ -212,9 +274,43 @@ def describe_call(
     return "", [], [], []
 
 
-def build_server(service: MemoryService) -> Server[Any, Any]:
-    """The MCP server over ``service``: the memory tools and the ``recall`` prompt."""
+def null_arguments_refused(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult | None:
+    """An error for a parameter sent as ``null``: over MCP the schema is the contract, and it
+    says integer (or string, or number), so null is refused rather than read as "not given"."""
+    from ..chat.tools import ToolResult
+
+    for key, value in arguments.items():
+        if value is None and key in spec.parameters:
+            kind = spec.parameters[key]["type"]
+            return ToolResult.error(
+                "validation_error",
+                f"Parameter {key!r} must be {'an' if kind == 'integer' else 'a'} {kind}, not "
+                "null (leave it out to use the default).",
+            )
+    return None
+
+
+def _answered_unless_cancelled(
+    handler: Callable[[Any], Awaitable[Any]],
+) -> Callable[[Any], Awaitable[Any]]:
+    """``handler`` with a checkpoint after it: a cancel that came while it ran (in a worker
+    thread, which a cancel cannot stop) is raised there, so the SDK, which has already
+    answered "cancelled", does not answer again (its responder asserts, and the server died)."""
+
+    async def answered(request: Any) -> Any:
+        response = await handler(request)
+        await anyio.lowlevel.checkpoint()
+        return response
+
+    return answered
+
+
+def build_server(service: MemoryService, in_flight: InFlight | None = None) -> Server[Any, Any]:
+    """The MCP server over ``service``: the memory tools and the ``recall`` prompt.
+    ``in_flight``: the transport's view of the requests, to keep cancelled writes whole."""
     server: Server[Any, Any] = Server("memdeck", version=__version__, instructions=INSTRUCTIONS)
+    in_flight = in_flight or InFlight()
+    write_gate = anyio.Lock()
 
     def client() -> str:
         try:
@@ -225,11 +321,14 @@ def build_server(service: MemoryService) -> Server[Any, Any]:
             return "?"
         return f"{params.clientInfo.name} {params.clientInfo.version}".strip()
 
-    def record(kind: str, name: str, arguments: dict[str, Any], **fields: Any) -> None:
+    def record(
+        kind: str, name: str, arguments: dict[str, Any], caller: str | None = None, **fields: Any
+    ) -> None:
+        """Log a call (``caller``: the client, when this runs outside the request's task)."""
         service.activity.append(
             ActivityRecord(
                 at=now_iso(),
-                client=client(),
+                client=caller if caller is not None else client(),
                 kind=kind,
                 name=name,
                 arguments=short_arguments(arguments),
@@ -246,27 +345,56 @@ def build_server(service: MemoryService) -> Server[Any, Any]:
 
     @server.call_tool(validate_input=False)
     async def call_tool(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        arguments = arguments if isinstance(arguments, dict) else {}
-        if name not in SPECS or SPECS[name] not in TOOL_SPECS:
-            from ..chat.tools import ToolResult
+        from ..chat.tools import ToolResult
 
-            result = ToolResult.error("unknown_tool", f"there is no tool named {name[:80]!r}")
-        else:
-            result = await blocking(lambda: service.call_tool(name, arguments))
-        summary, entries, results, forgotten = describe_call(name, arguments, result, service)
-        query = arguments.get("query")
-        record(
-            "tool",
-            name[:80],
-            arguments,
-            ok=result.ok,
-            summary=summary,
-            entries=entries,
-            results=results,
-            forgotten=forgotten,
-            query=query if isinstance(query, str) else "",
-        )
-        return tool_outcome(result)
+        arguments = arguments if isinstance(arguments, dict) else {}
+        calling = client()  # read here: the request's context is this task's
+
+        def record_result(result: ToolResult) -> None:
+            summary, entries, results, forgotten = describe_call(name, arguments, result, service)
+            query = arguments.get("query")
+            record(
+                "tool",
+                name[:80],
+                arguments,
+                calling,
+                ok=result.ok,
+                summary=summary,
+                entries=entries,
+                results=results,
+                forgotten=forgotten,
+                query=query if isinstance(query, str) else "",
+            )
+
+        def refused(result: ToolResult) -> types.CallToolResult:
+            record_result(result)
+            return tool_outcome(result)
+
+        def run() -> ToolResult:
+            return service.call_tool(name, arguments, record_result)
+
+        if name not in SPECS or SPECS[name] not in TOOL_SPECS:
+            return refused(
+                ToolResult.error("unknown_tool", f"there is no tool named {name[:80]!r}")
+            )
+        null_refused = null_arguments_refused(SPECS[name], arguments)
+        if null_refused is not None:
+            return refused(null_refused)
+        request_id = server.request_context.request_id
+        try:
+            if name not in WRITES:
+                return tool_outcome(await blocking(run))
+            async with write_gate:  # while it waits here, a cancel still stops the call
+                if not in_flight.start(request_id):
+                    return refused(
+                        ToolResult.error(
+                            "cancelled",
+                            "The client cancelled this call before it began; nothing was changed.",
+                        )
+                    )
+                return tool_outcome(await blocking(run))
+        finally:
+            in_flight.finish(request_id)
 
     @server.list_prompts()
     async def list_prompts() -> list[types.Prompt]:
@@ -328,6 +456,8 @@ def build_server(service: MemoryService) -> Server[Any, Any]:
             ],
         )
 
+    for kind, handler in list(server.request_handlers.items()):
+        server.request_handlers[kind] = _answered_unless_cancelled(handler)
     return server
 
 
@@ -346,7 +476,7 @@ def _mark_non_finite(value: Any) -> Any:
     return value
 
 
-def non_finite_marked(message: SessionMessage | Exception) -> SessionMessage | Exception:
+def non_finite_marked(message: SessionMessage | str | None) -> SessionMessage | str | None:
     """``message`` with every infinite or NaN number in a request's params (``1e999``,
     ``NaN`` on the wire) turned into a string. The SDK would later write them as ``null``,
     which reads as an argument not given, so ``maxResults: 1e999`` would run a default
@@ -366,22 +496,13 @@ def non_finite_marked(message: SessionMessage | Exception) -> SessionMessage | E
 def serve(config: Config, root: Path) -> None:
     """Serve the memory of the workspace at ``root`` on stdin/stdout until the client closes."""
     service = MemoryService(config, root)
-    server = build_server(service)
+    in_flight = InFlight()
+    server = build_server(service, in_flight)
+    screen = Screen(in_flight, cancel_tracked=frozenset({"tools/call"}))
 
     async def run() -> None:
-        async with stdio_server() as (read, write), anyio.create_task_group() as group:
-            checked_send, checked_read = anyio.create_memory_object_stream[
-                SessionMessage | Exception
-            ](0)
-
-            async def forward() -> None:
-                async with checked_send:
-                    async for message in read:
-                        await checked_send.send(non_finite_marked(message))
-
-            group.start_soon(forward)
-            await server.run(checked_read, write, server.create_initialization_options())
-            group.cancel_scope.cancel()
+        async with stdio_transport(lambda line: non_finite_marked(screen(line))) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
 
     try:
         anyio.run(run)
