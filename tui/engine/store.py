@@ -408,9 +408,12 @@ class MemoryStore:
 
     def entries(self, rel_path: str = MEMORY_FILE) -> list[MemoryEntry]:
         """The entries of a memory file (active and inactive), read through the path guard."""
+        return parse_entries(self._text_of(rel_path), rel_path)
+
+    def _text_of(self, rel_path: str) -> str:
+        """A memory file's text as decoded exactly, through the path guard ("" when missing)."""
         path = self._guarded(rel_path)
-        text = decode_exact(path.read_bytes()) if path.exists() else ""
-        return parse_entries(text, rel_path)
+        return decode_exact(path.read_bytes()) if path.exists() else ""
 
     def retire_entries(
         self,
@@ -459,8 +462,7 @@ class MemoryStore:
         whose entries are marked in place)."""
         if rel_path != MEMORY_FILE:
             return [None] * len(chosen)
-        path = self._guarded(rel_path)
-        text = decode_exact(path.read_bytes()) if path.exists() else ""
+        text = self._text_of(rel_path)
         bodies = file_lines(text)
         blocks = [(entry.start - 1, entry.raw) for entry in parse_entries(text, rel_path)]
         unterminated = bool(text) and not text.endswith("\n")
