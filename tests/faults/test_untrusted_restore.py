@@ -17,6 +17,7 @@ from support.mcp_support import connected
 from support.pilot import app_ready, small_app, wait_until
 
 from tui.app.panels.activity_panel import ActivityPanel
+from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryStore
 from tui.engine.workspace import Workspace
@@ -365,3 +366,26 @@ async def test_the_activity_tabs_undo_puts_an_agents_forget_back_in_place(
             "the notification",
         )
     assert memory_file.read_bytes() == original
+
+
+async def test_the_conflict_dialog_never_offers_a_keep_both_that_undoes_a_forget(
+    engine, tmp_path: Path
+) -> None:
+    """The issue's case in the app: three identical lines in the editor, a line typed after
+    the first, an outside forget of one copy. Where the typed line belongs relative to the
+    copies is unclear, so Keep both is not offered (it used to give three copies)."""
+    memory_file = engine.memory.workspace.root / "MEMORY.md"
+    memory_file.write_text(THREE_COPIES, encoding="utf-8")
+    app = small_app(engine, tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app_ready(pilot)
+        editor = app.main_screen.memory_panels.memory_editor
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md to load")
+        editor.text_area.insert("- typed\n", (1, 0))  # in the buffer, after the first copy
+        await wait_until(pilot, lambda: editor.is_dirty, "the edit")
+        store = MemoryStore(engine.memory.workspace)
+        store.retire_entries([store.entries()[2]], state="forgotten")
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: isinstance(app.screen, MemoryConflictScreen), "dialog")
+        assert not app.screen.query("#conflict-both")
