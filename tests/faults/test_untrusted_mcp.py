@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.chat_support import memdeck_env, run_memdeck
 from support.mcp_support import server_parameters
 
 from tui.chat.activity import ActivityLog, ActivityRecord, retired_by
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import lock_for
+from tui.engine.store import HISTORY_COMPACT_BYTES, MAX_HISTORY_NOTE_CHARS, MemoryStore
 from tui.engine.workspace import STATE_DIR, Workspace
 from tui.serve.mcp_server import RETIRE_BUDGET_LOCK
 
@@ -467,3 +469,42 @@ def test_the_trim_keeps_the_newest_lines_that_fit_and_every_forget_first(
     assert records[-1].name == "memory_get"
     searches = [int(r.arguments.split("=")[1]) for r in records if r.name == "memory_search"]
     assert searches and searches == list(range(searches[0], 60))  # the newest, in order
+
+
+def test_the_audit_trail_is_bounded_and_every_restorable_record_keeps_its_number(
+    workspace: Path, tmp_path: Path
+) -> None:
+    store = MemoryStore(Workspace.open(workspace))
+    entries = {e.text: e for e in store.entries()}
+    store.retire_entries([entries[FACTS[0]]], state="forgotten", reason="q" * 100_000)
+    store.retire_entries([entries[FACTS[1]]], state="forgotten", reason="cello")
+    [_, undone] = store.retired_records()
+    assert store.restore_entry(undone) is not None
+    # An old trail: write conflicts (nothing to restore) up to just below the bound.
+    history = store.workspace.history_path
+    filler = json.dumps({"event": "write_conflict", "path": "MEMORY.md", "detail": "x" * 400})
+    room = HISTORY_COMPACT_BYTES - history.stat().st_size - 100  # the next record crosses it
+    count = room // (len(filler) + 1) - 1
+    last = {"event": "write_conflict", "detail": ""}
+    last["detail"] = "x" * (room - count * (len(filler) + 1) - len(json.dumps(last)) - 1)
+    with history.open("a") as out:
+        out.write((filler + "\n") * count + json.dumps(last) + "\n")
+    assert history.stat().st_size == HISTORY_COMPACT_BYTES - 100
+    before = {r.number: r.text for r in store.retired_records()}
+    lines_before = len(history.read_text().splitlines())
+    entries = {e.text: e for e in store.entries()}
+    store.retire_entries([entries[FACTS[2]]], state="forgotten", reason="bicycle")  # crosses it
+    after = {r.number: r.text for r in store.retired_records()}
+    assert history.stat().st_size < 64 * 1024  # the conflicts and the restored pair blanked
+    assert len(history.read_text().splitlines()) == lines_before + 1
+    assert after == {**before, lines_before + 1: FACTS[2]}  # the same numbers, one more
+    assert list(before.values()) == [FACTS[0]]
+    first = json.loads(history.read_text().splitlines()[0])
+    assert first["text"] == FACTS[0] and len(first["reason"]) == MAX_HISTORY_NOTE_CHARS
+    env = memdeck_env(None, tmp_path)
+    number = next(iter(before))
+    restored = run_memdeck(
+        ["--workspace", str(workspace), "forgotten", "--restore", str(number)], env
+    )
+    assert restored.returncode == 0, restored.stderr
+    assert FACTS[0] in (workspace / "MEMORY.md").read_text()

@@ -16,13 +16,12 @@ skipped, never fatal.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.fileio import append_text, lock_for, open_own_file, read_own_file
+from ..engine.fileio import append_text, lock_for, read_own_file, replace_own_file
 from ..engine.store import RetiredRecord
 from ..engine.workspace import STATE_DIR
 
@@ -192,15 +191,8 @@ class ActivityLog:
         rest, in their order. A line too long to ever fit is passed over, never the cause
         of dropping everything."""
         with lock_for(self.path):
-            lines = self.path.read_bytes().splitlines(keepends=True)
-            kept = _newest_that_fit(lines, self.max_bytes // 2)
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            fd = open_own_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            with os.fdopen(fd, "wb") as out:
-                out.writelines(kept)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
+            lines = read_own_file(self.path).splitlines(keepends=True)
+            replace_own_file(self.path, b"".join(_newest_that_fit(lines, self.max_bytes // 2)))
 
     def read(self, limit: int | None = None) -> list[ActivityRecord]:
         """The records, oldest first (the last ``limit`` of them)."""

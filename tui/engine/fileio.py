@@ -132,6 +132,21 @@ def read_own_file(path: Path) -> bytes:
         os.close(fd)
 
 
+def replace_own_file(path: Path, data: bytes) -> None:
+    """Replace a file in memdeck's own folders with ``data`` atomically: a new private file
+    beside it, fsynced, renamed over it (a link at ``path`` is replaced, never followed).
+    Callers hold :func:`lock_for` around read-modify-write."""
+    path = Path(path)
+    refuse_own_links(path.parent)
+    tmp = _write_temp(path, data, PRIVATE_FILE_MODE)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 #: Tried by :func:`replace_file` before the portable fallback; tests switch it off to cover both.
 RENAME_EXCHANGE_ENABLED = True
 #: Test seam: ``write_hook(step, path)`` runs at each step of :func:`replace_file` (``checked``,

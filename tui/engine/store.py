@@ -34,6 +34,7 @@ from .fileio import (
     read_bounded,
     read_own_file,
     replace_file,
+    replace_own_file,
     sha256_bytes,
     write_all,
 )
@@ -566,14 +567,74 @@ class MemoryStore:
         return path
 
     def record_history(self, event: str, **fields: object) -> None:
-        """Append an event to the audit trail (``.memdeck/history.jsonl``)."""
+        """Append an event to the audit trail (``.memdeck/history.jsonl``).
+
+        The trail is bounded without ever losing what a restore needs: a record's notes (a
+        forget's reason holds a client's query) are cut to :data:`MAX_HISTORY_NOTE_CHARS`
+        (what was retired, ``text`` and ``raw``, is kept whole), and each time the file grows
+        past another :data:`HISTORY_COMPACT_BYTES` the records no restore needs are blanked
+        (:func:`compacted_history`)."""
+        fields = {
+            key: _cut_note(value) if key in HISTORY_NOTES else value
+            for key, value in fields.items()
+        }
         record = {"event": event, "at": datetime.now(UTC).isoformat(timespec="seconds"), **fields}
         line = json.dumps(record, ensure_ascii=False, default=str)
         if not line.isascii() and not _encodable(line):  # undecodable bytes of a memory file
             line = json.dumps(record, default=str)
         # Readers split the file with str.splitlines: escape the line breaks JSON leaves raw.
         line = _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
-        append_text(self.workspace.history_path, line + "\n")
+        path = self.workspace.history_path
+        append_text(path, line + "\n")
+        with contextlib.suppress(OSError):  # the event is recorded; compaction can wait
+            size = path.stat().st_size
+            added = len(line.encode("utf-8", errors="surrogateescape")) + 1
+            if size // HISTORY_COMPACT_BYTES > (size - added) // HISTORY_COMPACT_BYTES:
+                with lock_for(path):
+                    data = read_own_file(path)
+                    compacted = encode_exact(compacted_history(decode_exact(data)))
+                    if compacted != data:
+                        replace_own_file(path, compacted)
+
+
+#: Each time the audit trail grows past another multiple of this size, it is compacted.
+HISTORY_COMPACT_BYTES = 4 * 1024 * 1024
+#: Fields of an audit record that are notes about it, cut to :data:`MAX_HISTORY_NOTE_CHARS`.
+HISTORY_NOTES = frozenset({"reason", "detail", "replaced_by"})
+MAX_HISTORY_NOTE_CHARS = 2_000
+
+
+def _cut_note(value: object) -> object:
+    if isinstance(value, str) and len(value) > MAX_HISTORY_NOTE_CHARS:
+        return value[: MAX_HISTORY_NOTE_CHARS - 1] + "…"
+    return value
+
+
+def compacted_history(text: str) -> str:
+    """The audit trail ``text`` with the records no restore needs blanked: a forget or
+    supersede restored since together with its ``restored`` record, and write conflicts.
+    Blanked records stay as empty lines, so every record keeps its number (``memdeck
+    forgotten --restore N`` and the ``restored`` records count lines)."""
+    lines = text.splitlines(keepends=True)
+    retires: set[int] = set()
+    restores: dict[int, int] = {}
+    blank: set[int] = set()
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        event = record.get("event") if isinstance(record, dict) else None
+        if event in ("forgotten", "superseded"):
+            retires.add(number)
+        elif event == "restored" and isinstance(record.get("restores"), int):
+            restores[number] = record["restores"]
+        elif event == "write_conflict":
+            blank.add(number)
+    for number, target in restores.items():
+        if target in retires:
+            blank.update((number, target))
+    return "".join("\n" if n in blank else line for n, line in enumerate(lines, start=1))
 
 
 def without_nul(text: str) -> str:
