@@ -36,6 +36,7 @@ FACTS = [
     "Plays the cello on Sundays",
     "Rides a green bicycle to work",
     "Grows chillies on the balcony",
+    "The user is vegetarian",
 ]
 MEMORY = "# Long-term Memory\n\n" + "".join(f"- {fact}\n" for fact in FACTS)
 #: Only a safety net against a hung server (nothing is timed): the first call loads the model.
@@ -334,6 +335,7 @@ def test_forgets_past_the_budget_are_refused_across_restarts_and_servers(
             2, "save_memory", {"content": "Plays the viola", "supersedes": FACTS[2]}
         )
         plain_save = other.call(3, "save_memory", {"content": "Likes long walks"})
+        negating = other.call(4, "save_memory", {"content": "The user is not vegetarian"})
         assert first.close() == 0 and other.close() == 0
     finally:
         for raw in (first, other):
@@ -348,7 +350,7 @@ def test_forgets_past_the_budget_are_refused_across_restarts_and_servers(
         if restarted.process.poll() is None:
             restarted.process.kill()
     assert one["result"]["isError"] is False and two["result"]["isError"] is False
-    for answer in (refused, superseding, again):
+    for answer in (refused, superseding, negating, again):
         result = answer["result"]
         assert result["isError"] is True
         assert result["structuredContent"]["error"] == "limit_reached"
@@ -358,6 +360,7 @@ def test_forgets_past_the_budget_are_refused_across_restarts_and_servers(
     assert plain_save["result"]["isError"] is False  # saving without retiring stays open
     text = (workspace / "MEMORY.md").read_text()
     assert all(fact in text for fact in FACTS[2:]) and "Plays the viola" not in text
+    assert "The user is not vegetarian" not in text
 
 
 def test_the_budget_counts_what_the_log_says_was_retired_in_the_window(tmp_path: Path) -> None:

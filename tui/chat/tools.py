@@ -203,12 +203,7 @@ class MemoryTools:
             )
         supersedes = arguments.get("supersedes", "").strip()
         normalized = normalize_entry_text(content)
-        others = [
-            e
-            for e in self.memory.store.entries()
-            if e.active and normalize_entry_text(e.text) != normalized
-        ]
-        retire, why, candidates = self._superseded_by(content, supersedes, others)
+        retire, why, candidates = self._superseded_by(content, supersedes, self._others(content))
         remembered: list[MemoryEntry] = []
 
         def unless_remembered(memory_text: str, contents: Sequence[str]) -> Sequence[str]:
@@ -268,6 +263,22 @@ class MemoryTools:
                 "save_memory again with supersedes=<its id>"
             )
         return ToolResult(True, result, tuple(dict.fromkeys(changed)))
+
+    def retires(self, arguments: dict[str, Any]) -> list[MemoryEntry]:
+        """The entries ``save_memory`` with these (validated) arguments would retire now
+        (named in ``supersedes``, or exactly negated); nothing is written."""
+        content = clean_written_text(arguments["content"]).text.strip()
+        supersedes = arguments.get("supersedes", "").strip()
+        return self._superseded_by(content, supersedes, self._others(content))[0]
+
+    def _others(self, content: str) -> list[MemoryEntry]:
+        """The active MEMORY.md entries that are not ``content`` itself."""
+        normalized = normalize_entry_text(content)
+        return [
+            e
+            for e in self.memory.store.entries()
+            if e.active and normalize_entry_text(e.text) != normalized
+        ]
 
     @staticmethod
     def _superseded_by(

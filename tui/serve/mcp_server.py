@@ -150,14 +150,20 @@ class MemoryService:
         self, tools: MemoryTools, name: str, arguments: dict[str, Any]
     ) -> ToolResult:
         """Run a write, refused when the entries it would retire pass ``[mcp] max_forgets``
-        in the window (forgets and supersedes by any MCP client count)."""
+        in the window (forgets and supersedes, named or by exact negation, by any MCP client
+        count)."""
         from ..chat.tools import ToolResult
 
         plan = tools.plan_forget(arguments) if name == "forget_memory" else None
         if isinstance(plan, ToolResult):
             return plan
-        supersedes = arguments.get("supersedes")
-        wanted = len(plan.entries) if plan else int(isinstance(supersedes, str))
+        if plan is not None:
+            wanted = len(plan.entries)
+        else:  # a save retires what it names in supersedes, or what it exactly negates
+            try:
+                wanted = len(tools.retires(SPECS[name].validate(arguments)))
+            except ToolArgumentError:
+                wanted = 0  # the save refuses these arguments itself
         if wanted:
             limits = self.config.mcp
             since = datetime.now(UTC) - timedelta(minutes=limits.forget_window_minutes)
