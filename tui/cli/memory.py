@@ -310,24 +310,28 @@ def _run_forgotten(args: argparse.Namespace) -> int:
     try:
         records = {r.number: r for r in engine.store.retired_records()}
         if args.restore:
-            for number in args.restore:
+            # In the trail's order: entries forgotten together come back top down, exactly.
+            for number in sorted(set(args.restore)):
                 record = records.get(number)
                 if record is None:
                     raise CliError(f"no forgotten entry {number} (see `memdeck forgotten`)")
                 try:
-                    change = engine.restore(record)
+                    restored = engine.restore(record)
                 except (OSError, PathRefusedError) as exc:
                     raise CliError(f"entry {number} could not be restored: {exc}") from exc
-                if change is None:
+                if restored is None:
                     print(f"{number}: not restored: {record.path} no longer has it as forgotten")
                 else:
-                    print(f"{number}: restored to {record.path}: {record.text[:100]}")
+                    print(f"{number}: restored {restored.describe()}: {record.text[:100]}")
             return 0
         if not records:
             print("nothing forgotten or superseded")
         for record in reversed(list(records.values())):
             if args.json:
-                print(json.dumps(record.__dict__, ensure_ascii=False))
+                fields = dict(record.__dict__)
+                place = fields.pop("place")  # what the JSON says of it: the headings above it
+                fields["section"] = list(place.section) if place else None
+                print(json.dumps(fields, ensure_ascii=False))
                 continue
             text = " ".join(record.text.split())
             print(

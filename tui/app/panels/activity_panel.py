@@ -255,18 +255,23 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
     @work(thread=True, exclusive=True, exit_on_error=False, group="undo")
     def _undo(self, record: ActivityRecord) -> None:
         engine = self.engine
-        restored = 0
-        for retired in retired_by(record, engine.store.retired_records()):
-            if engine.restore(retired) is not None:
-                restored += 1
-        wanted = len(record.forgotten)
+        gone = sorted(retired_by(record, engine.store.retired_records()), key=lambda r: r.number)
+        places = [  # top down (the trail keeps a forget's entries in file order): exact blanks
+            found for retired in gone if (found := engine.restore(retired)) is not None
+        ]
+        restored, wanted = len(places), len(record.forgotten)
         if restored == wanted:
             message = f"brought back {restored} memor{'y' if restored == 1 else 'ies'}"
         elif restored:
             message = f"brought back {restored} of {wanted} (the rest is back already)"
         else:
             message = "nothing to bring back: it is back already, or edited by hand since"
-        self.app.call_from_thread(self.notify, message, title="undo forget")
+        # Where each went when not where it was (a heading is the file's text: no markup).
+        moved = [f"\none {place.describe()}" for place in places if not place.in_place]
+        message += (
+            "".join(dict.fromkeys(moved)) if moved else (", each where it was" if restored else "")
+        )
+        self.app.call_from_thread(self.notify, message, title="undo forget", markup=False)
 
     def index_changed(self, paths: list[str]) -> None:
         """Memory changed: the log may have too (a write by an agent)."""
