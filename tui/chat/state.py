@@ -95,8 +95,3 @@ class WorkspaceState:
     def last_triggers(self) -> dict[str, dict[str, Any]]:
         """``trigger -> {at, session, reason, status, messages, detail}`` of the last firing."""
         return dict(self.read().get("triggers", {}))
-
-    def skip_reason(self, session_id: str) -> str | None:
-        """Why the session's last flush was skipped or failed (None once it flushed)."""
-        entry = self.read().get("skipped", {}).get(session_id)
-        return entry.get("detail") if entry else None

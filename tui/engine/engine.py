@@ -380,14 +380,6 @@ class MemoryEngine:
         path = self.store.append_daily(text, day)
         return self._changed([self.workspace.relative(path)], origin)
 
-    def replace_memory(
-        self, text: str, expected_hash: str, *, origin: str = EDITOR
-    ) -> tuple[str, MemoryChange]:
-        """Replace MEMORY.md with a whole buffer unless it changed since it was read (see
-        :meth:`MemoryStore.save_memory_text`), then re-index it. Returns the new hash."""
-        new_hash = self.store.save_memory_text(text, expected_hash)
-        return new_hash, self._changed([MEMORY_FILE], origin)
-
     def reindex(self, *, progress: Progress | None = None) -> SyncReport:
         """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""
         return self.index.rebuild(embed=True, progress=progress)

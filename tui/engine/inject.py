@@ -207,17 +207,6 @@ class Injection:
     results: list[SearchResult] = field(default_factory=list)
 
 
-def visible_memory_lines(memory_text: str) -> list[tuple[int, str]]:
-    """``(line number, text)`` of MEMORY.md without metadata comments and inactive entries."""
-    lines = []
-    for number, raw in enumerate(memory_text.splitlines(), start=1):
-        visible, meta = split_meta(raw)
-        if meta is not None and not meta.active:
-            continue
-        lines.append((number, visible))
-    return lines
-
-
 @dataclass
 class MeasuredMemory:
     """MEMORY.md's visible lines as far as they were read, with their token counts."""

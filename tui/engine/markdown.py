@@ -39,12 +39,6 @@ def is_heading(line: str) -> bool:
     return parse_heading(line) is not None
 
 
-def fence_marker(line: str) -> str | None:
-    """The marker (```` ``` ```` or ``~~~``) of a line that opens or closes a code fence."""
-    match = _FENCE.match(line)
-    return match.group(1) if match else None
-
-
 def is_fence(line: str) -> bool:
     """True for a line that opens or closes a code fence."""
     return _FENCE.match(line) is not None
