@@ -24,8 +24,9 @@ from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, build_injection
 from .metadata import EntryMeta
 from .options import InjectionOptions, SearchOptions
-from .search import NO_MODEL_NOTE, SearchResponse, change_note, retrieval_text, search
+from .search import NO_MODEL_NOTE, retrieval_text, search
 from .search_links import memory_entries_changed
+from .search_results import SearchResponse, change_note
 from .store import EntryBatch, MemoryEntry, MemoryStore, RestoredEntry, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
 from .workspace import MEMORY_FILE, Workspace

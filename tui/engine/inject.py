@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from .metadata import split_meta
 from .options import InjectionOptions
-from .search import SearchResult
+from .search_results import SearchResult
 from .workspace import MEMORY_FILE
 
 LONG_TERM_HEADING = "## Long-term Memory"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from .store import split_lines
+from .entries import split_lines
 
 #: Lines above which no merge is tried; the user still has every other choice.
 MAX_MERGE_LINES = 20_000

@@ -9,12 +9,15 @@ alone (the age of a daily log is shown as ``decay`` but does not change the orde
 current-state question ("which editor do I use now") weighs age in (``recency``); a question
 naming a time ("last week", "in May 2023") favours the daily logs of that window
 (``time_window``).
+
+The result types (:class:`SearchResult`, its :class:`Breakdown`, :class:`SearchResponse`) are
+in :mod:`.search_results` and importable from here.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 import numpy as np
@@ -22,9 +25,14 @@ import numpy as np
 from .index import ChunkRow, MemoryIndex
 from .options import SearchOptions
 from .search_links import SUPERSEDED, update_links
+from .search_results import Breakdown as Breakdown
+from .search_results import SearchResponse as SearchResponse
+from .search_results import SearchResult as SearchResult
+from .search_results import change_note as change_note
+from .search_results import describe_change as describe_change
 from .temporal import TimeIntent, parse_time_intent
 from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
-from .workspace import MEMORY_FILE, date_for_path
+from .workspace import MEMORY_FILE
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -44,164 +52,6 @@ WINDOW_SLACK = timedelta(days=1)
 NO_MODEL_NOTE = "embedding model not loaded: BM25 only"
 #: Threshold mode reads at most this many full-text matches.
 THRESHOLD_TEXT_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """Why a result surfaced."""
-
-    bm25: float | None
-    text: float
-    vector: float | None
-    hybrid: float
-    #: Relevance lent by an adjacent daily-log entry (``neighbour_weight`` × its hybrid).
-    neighbour: float
-    #: What ``min_score`` filters on: max(hybrid, neighbour, linked).
-    relevance: float
-    decay: float
-    confidence: str
-    confidence_weight: float
-    keyword_hit: bool
-    #: Multiplier from age: 1.0 unless the question asks about the present.
-    recency: float = 1.0
-    #: Multiplier from the question's time window ("last week"): 1.0 inside it or without one.
-    time_window: float = 1.0
-    #: Relevance lent along an update link (``LINK_WEIGHT`` × the linked entry's relevance): on
-    #: a current-state question, by an older entry this one changes ("Switched from Vim to
-    #: Zed" for "Uses Vim"); on a question about an earlier state, by the newer entry that
-    #: changed this one.
-    linked: float = 0.0
-    #: Multiplier for an entry a newer linked entry changed, on a current-state question.
-    superseded: float = 1.0
-    #: Where the newer entry that changed this one is (``path#Lstart-end``), when one did.
-    changed_by: str = ""
-
-    @classmethod
-    def from_json(cls, data: object) -> Breakdown:
-        """The breakdown as :meth:`SearchResult.to_json` wrote it (a recorded turn); a missing
-        or malformed value reads as its neutral default, never raises."""
-        values = data if isinstance(data, dict) else {}
-
-        def number(key: str, default: float) -> float:
-            value = values.get(key)
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-            ):
-                return float(value)
-            return default
-
-        def optional(key: str) -> float | None:
-            value = number(key, math.nan)
-            return None if math.isnan(value) else value
-
-        hybrid = number("hybrid", 0.0)
-        return cls(
-            bm25=optional("bm25"),
-            text=number("text", 0.0),
-            vector=optional("vector"),
-            hybrid=hybrid,
-            neighbour=number("neighbour", 0.0),
-            relevance=number("relevance", hybrid),
-            decay=number("decay", 1.0),
-            confidence=str(values.get("confidence", "?")),
-            confidence_weight=number("confidence_weight", 1.0),
-            keyword_hit=bool(values.get("keyword_hit")),
-            recency=number("recency", 1.0),
-            time_window=number("time_window", 1.0),
-            linked=number("linked", 0.0),
-            superseded=number("superseded", 1.0),
-            changed_by=str(values.get("changed_by") or ""),
-        )
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """One search hit with its score breakdown."""
-
-    chunk_id: int
-    path: str
-    start_line: int
-    end_line: int
-    heading: str
-    text: str
-    score: float
-    breakdown: Breakdown
-
-    @property
-    def location(self) -> str:
-        """``path#Lstart-Lend``."""
-        return f"{self.path}#L{self.start_line}-{self.end_line}"
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> SearchResult:
-        """A result as :meth:`to_json` wrote it (``text`` may be left out, as a turn's record
-        does); malformed fields read as empty or neutral."""
-
-        def line(key: str) -> int:
-            value = data.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-        score = data.get("score")
-        return cls(
-            chunk_id=0,
-            path=str(data.get("path") or ""),
-            start_line=line("start_line"),
-            end_line=line("end_line"),
-            heading=str(data.get("heading") or ""),
-            text=str(data.get("text") or ""),
-            score=float(score) if isinstance(score, int | float) and math.isfinite(score) else 0.0,
-            breakdown=Breakdown.from_json(data.get("breakdown")),
-        )
-
-    def to_json(self) -> dict[str, object]:
-        """The CLI's JSON shape of a result."""
-        breakdown = asdict(self.breakdown)
-        return {
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "heading": self.heading,
-            "text": self.text,
-            "score": round(self.score, 6),
-            "breakdown": {
-                k: (round(v, 6) if isinstance(v, float) else v) for k, v in breakdown.items()
-            },
-        }
-
-
-@dataclass
-class SearchResponse:
-    """Results of a query, the mode that produced them and anything the user should know."""
-
-    query: str
-    mode: str
-    results: list[SearchResult]
-    notes: list[str] = field(default_factory=list)
-    #: What the question says about time (current state, a window), as search read it.
-    intent: TimeIntent = field(default_factory=TimeIntent)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "query": self.query,
-            "mode": self.mode,
-            "intent": self.intent.to_json(),
-            "results": [r.to_json() for r in self.results],
-            "notes": self.notes,
-        }
-
-
-def describe_change(breakdown: Breakdown) -> str:
-    """:func:`change_note` for an entry a newer one changed; "" otherwise."""
-    return change_note(breakdown.changed_by) if breakdown.changed_by else ""
-
-
-def change_note(location: str) -> str:
-    """``changed on 2026-10-12? (memory/2026-10-12.md#L5-5)``: the entry at ``location`` tells
-    of a change (the question mark: the link is inferred from the words, not certain)."""
-    day = date_for_path(location.split("#", 1)[0])
-    return f"changed on {day.isoformat() if day else 'a later date'}? ({location})"
 
 
 def decay_factor(day: date | None, now: date, half_life_days: float) -> float:

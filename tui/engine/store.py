@@ -5,22 +5,39 @@ replaced atomically under its lock, and if the file changes on disk in between t
 re-applied to the new content, never written over it (:func:`tui.engine.fileio.replace_file`).
 Every read and write goes through the workspace's path guard, and an edit changes the bytes of
 the entry it edits and nothing else (other lines keep their encoding, CRLF, BOM, U+2028).
+
+What a file's text is made of and the pure edits on it are in :mod:`.entries`, the audit trail
+in :mod:`.history`, the cleaning of text from a client or a model in :mod:`.written_text`;
+the names callers use with the store are exported from here too (``__all__``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import platformdirs
 
+from .entries import (
+    MemoryEntry,
+    append_entries,
+    file_lines,
+    find_block,
+    format_entry,
+    has_tag,
+    insert_lines,
+    line_body,
+    mark_line,
+    normalize_entry_text,
+    parse_entries,
+    retire_in_text,
+    split_lines,
+)
 from .entry_place import EntryPlace, entry_place, insertion_point
 from .fileio import (
     ConcurrentEditError,
@@ -30,19 +47,48 @@ from .fileio import (
     lock_for,
     make_private_dir,
     open_own_file,
-    printable,
     read_bounded,
-    read_own_file,
     replace_file,
-    replace_own_file,
     sha256_bytes,
     write_all,
 )
-from .markdown import is_fence, is_heading, match_bullet
-from .metadata import EntryMeta, escape_comment_markers, new_entry_id, split_meta, with_meta
+from .history import (
+    HISTORY_COMPACT_BYTES,
+    MAX_HISTORY_NOTE_CHARS,
+    RetiredRecord,
+    append_history,
+    read_retired_records,
+)
+from .metadata import EntryMeta, new_entry_id
 from .workspace import MEMORY_FILE, PathRefusedError, Workspace, refuse_own_links
+from .written_text import CleanedText, clean_written_text, without_controls, without_nul
 
-MEMORY_TEMPLATE = "# Long-term Memory\n\n"
+__all__ = [
+    # defined here
+    "ANNOUNCED_SUFFIX",
+    "RECOVERY_DIR",
+    "EntryBatch",
+    "MemoryFileState",
+    "MemoryStore",
+    "RestoredEntry",
+    "fallback_recovery_dir",
+    # the vocabulary of memory files and of the audit trail, from the modules beside this one
+    "HISTORY_COMPACT_BYTES",
+    "MAX_HISTORY_NOTE_CHARS",
+    "CleanedText",
+    "MemoryEntry",
+    "RetiredRecord",
+    "clean_written_text",
+    "file_lines",
+    "format_entry",
+    "has_tag",
+    "normalize_entry_text",
+    "parse_entries",
+    "split_lines",
+    "without_controls",
+    "without_nul",
+]
+
 #: Under ``.memdeck``: copies of unsaved editor text kept when the app is killed.
 RECOVERY_DIR = "recovery"
 ANNOUNCED_SUFFIX = ".announced"
@@ -77,51 +123,6 @@ def _write_new_copy(folder: Path, name: str, data: bytes) -> Path:
         return path
     raise FileExistsError(f"too many recovery copies named {name} in {folder}")
 
-_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
-#: Control characters a client or model may not write: C0 but tab and newline, DEL, C1.
-_WRITTEN_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CARRIAGE_RETURN = re.compile("\r\n?")
-
-
-@dataclass(frozen=True)
-class MemoryEntry:
-    """One entry of a memory file: a bullet with its indented continuation lines, or a plain line.
-
-    ``start``/``end`` are 1-based line numbers; ``raw`` the lines as written (with metadata);
-    ``text`` the visible text, bullet marker removed, lines joined by newlines.
-    """
-
-    path: str
-    start: int
-    end: int
-    raw: tuple[str, ...]
-    text: str
-    meta: EntryMeta | None = None
-
-    @property
-    def active(self) -> bool:
-        """False once forgotten or superseded."""
-        return self.meta is None or self.meta.active
-
-    @property
-    def entry_id(self) -> str | None:
-        return self.meta.id if self.meta else None
-
-
-@dataclass(frozen=True)
-class RetiredRecord:
-    """A forgotten or superseded entry as the audit trail keeps it; ``number`` is its line in
-    ``.memdeck/history.jsonl`` (what ``memdeck forgotten --restore`` takes)."""
-
-    number: int
-    event: str
-    at: str
-    path: str
-    text: str
-    raw: str
-    reason: str
-    #: Where a MEMORY.md entry was (None in records written before places were kept).
-    place: EntryPlace | None = None
 
 
 @dataclass(frozen=True)
@@ -155,73 +156,6 @@ class EntryBatch:
     source: str
     day: date | None = None
     extra: dict[str, str] = field(default_factory=dict)
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines of ``text`` with their endings: split on ``\\n`` only (a CR before it and U+2028
-    inside a line stay part of the line), so joining them gives ``text`` back exactly."""
-    pieces = text.split("\n")
-    lines = [piece + "\n" for piece in pieces[:-1]]
-    return lines + [pieces[-1]] if pieces[-1] else lines
-
-
-def line_body(line: str) -> str:
-    """A line from :func:`split_lines` without its ending (``\\n`` or ``\\r\\n``)."""
-    line = line[:-1] if line.endswith("\n") else line
-    return line[:-1] if line.endswith("\r") else line
-
-
-def file_lines(text: str) -> list[str]:
-    """The lines entries are numbered by (:func:`parse_entries`): split on ``\\n`` only."""
-    return [line_body(line) for line in split_lines(text)]
-
-
-def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
-    """Split a memory file into entries (headings, blank lines and fenced code are not entries).
-
-    Lines are split on ``\\n`` only; ``raw`` keeps each line's bytes as decoded (see
-    :func:`tui.engine.fileio.decode_exact`), ``text`` is safe to show and send.
-    """
-    entries: list[MemoryEntry] = []
-    lines = file_lines(text)
-    index = 0
-    in_fence = False
-    while index < len(lines):
-        raw = lines[index]
-        visible, meta = split_meta(raw.removeprefix("\ufeff") if index == 0 else raw)
-        if is_fence(visible):
-            in_fence = not in_fence
-            index += 1
-            continue
-        if in_fence or not visible.strip() or is_heading(visible):
-            index += 1
-            continue
-        bullet = match_bullet(visible)
-        block = [raw]
-        texts = [visible[bullet.end() :] if bullet else visible.strip()]
-        if bullet:
-            indent = len(bullet.group(1))
-            while index + 1 < len(lines):
-                nxt = lines[index + 1]
-                nxt_visible, _ = split_meta(nxt)
-                nxt_indent = len(nxt_visible) - len(nxt_visible.lstrip())
-                if not nxt_visible.strip() or nxt_indent <= indent:
-                    break
-                if match_bullet(nxt_visible) and nxt_indent <= indent:
-                    break
-                block.append(nxt)
-                texts.append(nxt_visible.strip())
-                index += 1
-        start = index - len(block) + 2
-        text_shown = printable("\n".join(texts).strip())
-        entries.append(MemoryEntry(path, start, index + 1, tuple(block), text_shown, meta))
-        index += 1
-    return entries
-
-
-def normalize_entry_text(text: str) -> str:
-    """Lower-cased words only: how entries are compared for duplicates."""
-    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 @dataclass(frozen=True)
@@ -365,7 +299,7 @@ class MemoryStore:
             at=day or date.today(),
         )
         entry = format_entry(content, meta)
-        self.edit_memory(lambda text: _append_entries(text, [entry]))
+        self.edit_memory(lambda text: append_entries(text, [entry]))
         return meta
 
     def add_entries(
@@ -402,7 +336,7 @@ class MemoryStore:
             ]
             written.extend(metas)
             entries = [format_entry(c, m) for c, m in zip(contents, metas, strict=True)]
-            return _append_entries(text, entries) if entries else text
+            return append_entries(text, entries) if entries else text
 
         self.edit_memory(append)
         return list(written)
@@ -453,7 +387,7 @@ class MemoryStore:
             done: list[MemoryEntry] = []
             self.edit_file(
                 rel_path,
-                functools.partial(_retire_in_text, chosen=chosen, state=state, done=done),
+                functools.partial(retire_in_text, chosen=chosen, state=state, done=done),
             )
             retired.extend(done)
         return retired
@@ -469,7 +403,7 @@ class MemoryStore:
         unterminated = bool(text) and not text.endswith("\n")
         places: list[EntryPlace | None] = []
         for entry in chosen:
-            at = _find_block(bodies, entry)
+            at = find_block(bodies, entry)
             places.append(
                 None
                 if at is None
@@ -477,41 +411,15 @@ class MemoryStore:
             )
         return places
 
+    def retired_records(self) -> list[RetiredRecord]:
+        """The entries the audit trail says were forgotten or superseded and not restored
+        since, oldest first."""
+        return read_retired_records(self.workspace.history_path)
+
     def retired_texts(self) -> set[str]:
         """Normalised texts of every forgotten or superseded entry in the audit trail (not
         restored since)."""
         return {normalize_entry_text(r.text) for r in self.retired_records() if r.text}
-
-    def retired_records(self) -> list[RetiredRecord]:
-        """The entries the audit trail says were forgotten or superseded and not restored
-        since, oldest first."""
-        path = self.workspace.history_path
-        if not path.exists():
-            return []
-        found: dict[int, RetiredRecord] = {}
-        lines = read_own_file(path).decode("utf-8", errors="replace").splitlines()
-        for number, line in enumerate(lines, start=1):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict):
-                continue
-            event = record.get("event")
-            if event in ("forgotten", "superseded") and (record.get("raw") or record.get("text")):
-                found[number] = RetiredRecord(
-                    number,
-                    str(event),
-                    str(record.get("at", "")),
-                    str(record.get("path", "")),
-                    str(record.get("text", "")),
-                    str(record.get("raw") or f"- {record.get('text')}"),
-                    str(record.get("reason") or ""),
-                    EntryPlace.from_record(record.get("place")),
-                )
-            elif event == "restored" and isinstance(record.get("restores"), int):
-                found.pop(record["restores"], None)
-        return list(found.values())
 
     def restore_entry(self, record: RetiredRecord) -> RestoredEntry | None:
         """Undo a forget (or a supersede): a MEMORY.md entry goes back as it was written where
@@ -537,10 +445,10 @@ class MemoryStore:
                     at = insertion_point(bodies, blocks, place)
                 restored.append(RestoredEntry(record.path, at is not None, place))
                 if at is None:
-                    return _append_entries(text, ["\n".join(raw_lines)])
+                    return append_entries(text, ["\n".join(raw_lines)])
                 unterminated = place is not None and place.unterminated
-                return _insert_lines(text, lines, at, raw_lines, unterminated=unterminated)
-            marked = [_mark_line(raw, record.event) for raw in raw_lines]
+                return insert_lines(text, lines, at, raw_lines, unterminated=unterminated)
+            marked = [mark_line(raw, record.event) for raw in raw_lines]
             size = len(marked)
             at = next((i for i in range(len(bodies)) if bodies[i : i + size] == marked), None)
             if at is None:
@@ -567,224 +475,5 @@ class MemoryStore:
         return path
 
     def record_history(self, event: str, **fields: object) -> None:
-        """Append an event to the audit trail (``.memdeck/history.jsonl``).
-
-        The trail is bounded without ever losing what a restore needs: a record's notes (a
-        forget's reason holds a client's query) are cut to :data:`MAX_HISTORY_NOTE_CHARS`
-        (what was retired, ``text`` and ``raw``, is kept whole), and each time the file grows
-        past another :data:`HISTORY_COMPACT_BYTES` the records no restore needs are blanked
-        (:func:`compacted_history`)."""
-        fields = {
-            key: _cut_note(value) if key in HISTORY_NOTES else value
-            for key, value in fields.items()
-        }
-        record = {"event": event, "at": datetime.now(UTC).isoformat(timespec="seconds"), **fields}
-        line = json.dumps(record, ensure_ascii=False, default=str)
-        if not line.isascii() and not _encodable(line):  # undecodable bytes of a memory file
-            line = json.dumps(record, default=str)
-        # Readers split the file with str.splitlines: escape the line breaks JSON leaves raw.
-        line = _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
-        path = self.workspace.history_path
-        append_text(path, line + "\n")
-        with contextlib.suppress(OSError):  # the event is recorded; compaction can wait
-            size = path.stat().st_size
-            added = len(line.encode("utf-8", errors="surrogateescape")) + 1
-            if size // HISTORY_COMPACT_BYTES > (size - added) // HISTORY_COMPACT_BYTES:
-                with lock_for(path):
-                    data = read_own_file(path)
-                    compacted = encode_exact(compacted_history(decode_exact(data)))
-                    if compacted != data:
-                        replace_own_file(path, compacted)
-
-
-#: Each time the audit trail grows past another multiple of this size, it is compacted.
-HISTORY_COMPACT_BYTES = 4 * 1024 * 1024
-#: Fields of an audit record that are notes about it, cut to :data:`MAX_HISTORY_NOTE_CHARS`.
-HISTORY_NOTES = frozenset({"reason", "detail", "replaced_by"})
-MAX_HISTORY_NOTE_CHARS = 2_000
-
-
-def _cut_note(value: object) -> object:
-    if isinstance(value, str) and len(value) > MAX_HISTORY_NOTE_CHARS:
-        return value[: MAX_HISTORY_NOTE_CHARS - 1] + "…"
-    return value
-
-
-def compacted_history(text: str) -> str:
-    """The audit trail ``text`` with the records no restore needs blanked: a forget or
-    supersede restored since together with its ``restored`` record, and write conflicts.
-    Blanked records stay as empty lines, so every record keeps its number (``memdeck
-    forgotten --restore N`` and the ``restored`` records count lines)."""
-    lines = text.splitlines(keepends=True)
-    retires: set[int] = set()
-    restores: dict[int, int] = {}
-    blank: set[int] = set()
-    for number, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        event = record.get("event") if isinstance(record, dict) else None
-        if event in ("forgotten", "superseded"):
-            retires.add(number)
-        elif event == "restored" and isinstance(record.get("restores"), int):
-            restores[number] = record["restores"]
-        elif event == "write_conflict":
-            blank.add(number)
-    for number, target in restores.items():
-        if target in retires:
-            blank.update((number, target))
-    return "".join("\n" if n in blank else line for n, line in enumerate(lines, start=1))
-
-
-def without_nul(text: str) -> str:
-    """``text`` without NUL characters: written into a memory file, one would make tools take
-    the whole file for binary."""
-    return text.replace("\x00", "") if "\x00" in text else text
-
-
-def without_controls(text: str) -> tuple[str, str | None]:
-    """``text`` without control characters other than newline and tab (C0, DEL, C1), and a
-    line saying what was removed (None when nothing was)."""
-    controls = _WRITTEN_CONTROL.findall(text)
-    if not controls:
-        return text, None
-    kinds = ", ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(controls))
-    plural = "s" if len(controls) != 1 else ""
-    note = f"removed {len(controls)} control character{plural} ({kinds})"
-    return _WRITTEN_CONTROL.sub("", text), note
-
-
-@dataclass(frozen=True)
-class CleanedText:
-    """Text from a client or a model as it may be written, and what was changed (one line each)."""
-
-    text: str
-    changes: tuple[str, ...] = ()
-
-
-def clean_written_text(text: str) -> CleanedText:
-    """``text`` a client or the model asked to write, made fit for a memory file.
-
-    Control characters other than newline and tab (C0, DEL, C1: escape sequences, bells, the
-    8-bit CSI) are removed, so nothing written can reach a terminal as control; line breaks
-    (CR LF, CR) become newlines; ``<!--`` and ``-->`` are escaped, so the text cannot forge
-    or swallow an entry's metadata comment. Files the user writes are never passed through
-    this: their bytes are theirs.
-    """
-    text, removed = without_controls(_CARRIAGE_RETURN.sub("\n", text))
-    changes = [removed] if removed else []
-    text, escaped = escape_comment_markers(text)
-    if escaped:
-        changes.append(
-            f"escaped {escaped} comment marker{'s' if escaped != 1 else ''} "
-            "('<!--' or '-->'), which would open or close the entry's metadata comment"
-        )
-    return CleanedText(text, tuple(changes))
-
-
-def format_entry(content: str, meta: EntryMeta) -> str:
-    """A MEMORY.md bullet carrying ``meta``; extra lines of ``content`` become indented
-    continuations. ``content`` (from a client or the model) goes through
-    :func:`clean_written_text` first."""
-    cleaned = clean_written_text(content).text
-    lines = [line.rstrip() for line in cleaned.strip().splitlines() if line.strip()]
-    first = lines[0].lstrip("-*+ ").strip() if lines else ""
-    return "- " + with_meta(first, meta) + "".join(f"\n  {line.strip()}" for line in lines[1:])
-
-
-def has_tag(text: str, key: str, value: str) -> bool:
-    """True when a line of ``text`` carries metadata with ``key=value``."""
-    if value not in text:
-        return False
-    for line in text.splitlines():
-        _, meta = split_meta(line)
-        if meta is not None and meta.extra.get(key) == value:
-            return True
-    return False
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _append_entries(text: str, entries: Sequence[str]) -> str:
-    """``text`` with ``entries`` added at the end, in the file's own line endings."""
-    base = text if text.strip() else MEMORY_TEMPLATE
-    newline = _newline_of(base)
-    if not base.endswith("\n"):
-        base += newline
-    return base + "".join(entry.replace("\n", newline) + newline for entry in entries)
-
-
-def _newline_of(text: str) -> str:
-    """The line ending most of ``text``'s lines have."""
-    crlf = text.count("\r\n")
-    return "\r\n" if crlf > text.count("\n") - crlf else "\n"
-
-
-def _insert_lines(
-    text: str, lines: list[str], at: int, new: Sequence[str], *, unterminated: bool = False
-) -> str:
-    """``text`` (split as ``lines``) with the line bodies ``new`` inserted before line ``at``,
-    in the file's own line endings; every other byte is kept. ``unterminated``: the last new
-    line gets no line ending when it ends a file that ends with one (as it was written)."""
-    newline = _newline_of(text)
-    added = [body + newline for body in new]
-    if unterminated and at == len(lines) and (not text or text.endswith("\n")):
-        added[-1] = new[-1]
-    lines = list(lines)
-    if at == len(lines) and lines and not lines[-1].endswith("\n"):
-        lines[-1] += newline  # the last line had no ending: the entry goes on a line of its own
-    if at == 0 and lines and lines[0].startswith("\ufeff"):
-        lines[0] = lines[0][1:]  # the byte-order mark stays at the very start
-        added[0] = "\ufeff" + added[0]
-    return "".join([*lines[:at], *added, *lines[at:]])
-
-
-def _find_block(lines: list[str], entry: MemoryEntry) -> int | None:
-    """Where ``entry.raw`` is in ``lines`` (bodies) now: its recorded place, else the nearest match."""
-    size = len(entry.raw)
-    expected = entry.start - 1
-    if lines[expected : expected + size] == list(entry.raw):
-        return expected
-    matches = [i for i in range(len(lines) - size + 1) if lines[i : i + size] == list(entry.raw)]
-    return min(matches, key=lambda i: abs(i - expected)) if matches else None
-
-
-def _retire_in_text(
-    text: str, chosen: Sequence[MemoryEntry], state: str, done: list[MemoryEntry]
-) -> str:
-    """Remove MEMORY.md entries, or mark daily-log entries ``state=...``; ``done`` gets those found.
-
-    Only the lines of the chosen entries change; every other byte is kept.
-    """
-    done.clear()
-    lines = split_lines(text)
-    bodies = [line_body(line) for line in lines]
-    for entry in sorted(chosen, key=lambda e: -e.start):
-        at = _find_block(bodies, entry)
-        if at is None:
-            continue
-        done.append(entry)
-        if entry.path == MEMORY_FILE:
-            del lines[at : at + len(entry.raw)]
-            del bodies[at : at + len(entry.raw)]
-        else:
-            for offset, raw in enumerate(entry.raw):
-                ending = lines[at + offset][len(raw) :]
-                lines[at + offset] = _mark_line(raw, state) + ending
-                bodies[at + offset] = line_body(lines[at + offset])
-    return "".join(lines)
-
-
-def _mark_line(raw: str, state: str) -> str:
-    """``raw`` with its metadata's state set (a comment is added to lines without one)."""
-    visible, meta = split_meta(raw)
-    if not visible.strip():
-        return raw
-    return with_meta(visible, (meta or EntryMeta()).with_state(state))
+        """Append an event to the audit trail (see :func:`~tui.engine.history.append_history`)."""
+        append_history(self.workspace.history_path, event, **fields)
