@@ -1,5 +1,5 @@
-"""Snapshots of the whole app (fixed workspace, fixed dates, no cursor blink): ``pytest
---snapshot-update`` after an intended change, then look at ``tests/app/__snapshots__/test_tui_app/``.
+"""Snapshots of the whole app (fixed workspace, fixed dates, no cursor blink), in
+``tests/app/__snapshots__/test_tui_app/``; how to update them: CONTRIBUTING.md, "Snapshots".
 
 Pilot tests against the fake loopback OpenAI server, the real SQLite index and the real model;
 fixtures and helpers in ``tests/app/conftest.py`` and ``tests/support/pilot.py``.

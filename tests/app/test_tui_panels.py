@@ -2,8 +2,8 @@
 
 Real SQLite (FTS5 + sqlite-vec), the real embedding model (loaded once per session by the
 ``embedder`` fixture), a fixed workspace in a temp dir and a fixed "now". Waits are bounded
-polls (``wait_until``), never speed assertions. Snapshots: ``pytest --snapshot-update`` to
-refresh them after an intended change, then look at ``tests/__snapshots__/test_tui_panels/``.
+polls (``wait_until``), never speed assertions. Snapshots are in
+``tests/app/__snapshots__/test_tui_panels/``; how to update them: CONTRIBUTING.md, "Snapshots".
 """
 
 from __future__ import annotations

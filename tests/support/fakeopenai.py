@@ -18,7 +18,7 @@ may return ``None`` to fall through to the queue; when the queue is empty the
 As a process (prints its base URL as the first stdout line, stops on
 SIGTERM/SIGINT)::
 
-    python tests/fakeopenai.py --port 0 --script script.json --record requests.jsonl
+    python tests/support/fakeopenai.py --port 0 --script script.json --record requests.jsonl
 
 The script is a JSON list of replies, or an object with ``replies``,
 ``default``, ``models`` and ``rules`` keys, for example::
