@@ -68,9 +68,10 @@ def test_lean_model_gives_bit_identical_vectors(
 ) -> None:
     """The int8 lookup tables stay int8 (tui.engine.onnx_lean); the vectors do not move."""
     from tui.engine import embeddings
+    from tui.engine.model_files import onnx_file
     from tui.engine.onnx_lean import gather_dequantized_rows
 
-    path = embeddings._onnx_file(DEFAULT_MODEL, None)
+    path = onnx_file(DEFAULT_MODEL, None)
     rewritten = gather_dequantized_rows(path.read_bytes())
     assert rewritten is not None and rewritten[1] == 2  # word and position embeddings
     assert gather_dequantized_rows(rewritten[0]) is None  # nothing left to rewrite
