@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from support.chat_support import SummaryResponder, make_config, make_engine
@@ -63,7 +62,9 @@ async def test_compaction_flow(tmp_path: Path) -> None:
             + engine.context_messages(transcript),
             engine.tools.definitions(),
         )
-        engine.config = replace(config, context_window=current + 60, compaction_reserve=0)
+        engine.config = config.model_copy(
+            update={"context_window": current + 60, "compaction_reserve": 0}
+        )
         requests_before = len(server.chat_requests)
 
         events = [e async for e in engine.run_turn(session, f"topic4 {LONG}")]
@@ -92,7 +93,7 @@ async def test_compaction_flow(tmp_path: Path) -> None:
         assert contents[-1].startswith("topic4")
 
         # The next turn still carries the summary and the recent turns only.
-        engine.config = replace(config, context_window=10**6)
+        engine.config = config.model_copy(update={"context_window": 10**6})
         await_events = [e async for e in engine.run_turn(session, "and now?")]
         assert isinstance(await_events[-1], TurnDone)
         latest = server.chat_requests[-1]

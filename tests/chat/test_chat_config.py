@@ -200,7 +200,7 @@ def test_the_openai_sdk_loads_only_for_a_request() -> None:
 
 
 def test_each_search_knob_is_defined_once_and_every_setting_reaches_the_engine() -> None:
-    from dataclasses import fields, replace
+    from dataclasses import fields
 
     from tui.chat.config import MemorySettings
     from tui.engine.inject import InjectionOptions
@@ -208,9 +208,9 @@ def test_each_search_knob_is_defined_once_and_every_setting_reaches_the_engine()
 
     assert MemorySettings().search_options() == SearchOptions()
     assert MemorySettings().injection_options() == InjectionOptions()
-    shared = {f.name for f in fields(MemorySettings)} & {f.name for f in fields(SearchOptions)}
+    shared = set(MemorySettings.model_fields) & {f.name for f in fields(SearchOptions)}
     assert {"max_results", "min_score", "half_life_days", "threshold"} <= shared
-    changed = replace(MemorySettings(), min_score=0.5, max_results=9, injection_budget=900)
+    changed = MemorySettings(min_score=0.5, max_results=9, injection_budget=900)
     options = changed.search_options()
     assert (options.min_score, options.max_results) == (0.5, 9)
     assert changed.injection_options().budget_tokens == 900

@@ -11,7 +11,6 @@ import json
 import math
 import typing
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from support.chat_support import (
 from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
-from tui.chat.config import Config, ConfigError, load_config
+from tui.chat.config import _FILE_FIELDS, ConfigError, load_config
 from tui.chat.events import TextDelta, ToolCallFinished, TurnDone
 from tui.chat.sessions import SessionStore
 from tui.chat.tool_specs import DAILY_LOG_SPEC, TOOL_SPECS
@@ -214,10 +213,9 @@ async def test_huge_answer_is_truncated_with_a_notice_and_stays_bounded(tmp_path
 # -- 13. every numeric setting has a range -------------------------------------------------
 
 _NUMERIC = {
-    f.name: typing.get_args(hint) or (hint,)
-    for f in fields(Config)
-    if "section" in f.metadata
-    for hint in [typing.get_type_hints(Config)[f.name]]
+    name: typing.get_args(hint) or (hint,)
+    for name, setting in _FILE_FIELDS.items()
+    for hint in [setting.info.annotation]
     if set(typing.get_args(hint) or (hint,)) & {int, float}
 }
 
@@ -226,15 +224,15 @@ def test_every_numeric_setting_has_a_range(tmp_path: Path) -> None:
     assert {"idle_minutes", "request_timeout", "max_tool_rounds", "context_window"} <= set(_NUMERIC)
     path = tmp_path / "config.toml"
     for name, types in _NUMERIC.items():
-        section = next(f.metadata["section"] for f in fields(Config) if f.name == name)
+        section, key = _FILE_FIELDS[name].section, _FILE_FIELDS[name].key
         bad = ["nan", "inf", "-inf", "1e300", "-1e300"] if float in types else []
         bad += ["-1000000000000000000", "1000000000000000000"]
         for value in bad:
-            path.write_text(f"[{section}]\n# a comment\n{name} = {value}\n", encoding="utf-8")
+            path.write_text(f"[{section}]\n# a comment\n{key} = {value}\n", encoding="utf-8")
             with pytest.raises(ConfigError) as caught:
                 load_config(path, env={})
             message = str(caught.value)
-            assert message.startswith(f"{path}:3: {name} must be "), message
+            assert message.startswith(f"{path}:3: {key} must be "), message
             assert "\n" not in message
         env_value = "inf" if float in types else "-1000000000000000000"
         variable = f"MEMDECK_{name.upper()}"

@@ -35,11 +35,13 @@ theme = "memdeck-dark"
 "app.flush" = "ctrl+f"
 ```
 
-Each table is a frozen dataclass (:class:`LLMSettings`, :class:`MemorySettings`,
-:class:`TriggerSettings`, :class:`UISettings`; ``[keymap]`` is a plain table) and each part of
-memdeck is handed its own: the LLM client ``config.llm``, the memory engine
-``config.memory``, the triggers ``config.triggers``, the UI ``config.ui`` and ``config.keymap``.
-The file is read with ``tomllib`` and written back with ``tomlkit`` (comments preserved).
+Each table is a frozen pydantic model (:class:`LLMSettings`, :class:`MemorySettings`,
+:class:`TriggerSettings`, :class:`UISettings`, :class:`EmbeddingSettings`, :class:`MCPSettings`
+in :mod:`tui.chat.config_sections`, each setting with its range and docstring; ``[keymap]`` and
+``[prices]`` are plain tables) and each part of memdeck is handed its own: the LLM client
+``config.llm``, the memory engine ``config.memory``, the triggers ``config.triggers``, the UI
+``config.ui`` and ``config.keymap``. The file is read with ``tomllib`` and validated by
+:class:`ConfigFile`, and written back with ``tomlkit`` (comments preserved).
 
 Precedence, lowest first: defaults, the file, the environment (``OPENAI_BASE_URL``,
 ``MEMDECK_MODEL``, ``MEMDECK_WORKSPACE`` and ``MEMDECK_<FIELD>`` for any field), then
@@ -54,6 +56,7 @@ the same server). Its settings are ``embeddings_<key>`` by name (``MEMDECK_EMBED
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -62,17 +65,18 @@ import tomllib
 import types
 import typing
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field, fields, make_dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 import tomlkit
 import tomlkit.exceptions
+from pydantic import AfterValidator, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from ..engine.fileio import atomic_write_text, lock_for
-from ..engine.options import InjectionOptions, SearchOptions
 from ..engine.redaction import display_url
 from .config_sections import (
     OPENAI_BASE_URL,
@@ -84,167 +88,291 @@ from .config_sections import (
     LLMSettings,
     MCPSettings,
     MemorySettings,
+    Section,
     TriggerSettings,
     UISettings,
     config_path,
     is_openai_url,
 )
 
+if TYPE_CHECKING:
+    from ..engine.embeddings import Embedder
+    from ..engine.engine import MemoryEngine
+    from ..engine.remote_embeddings import RemoteEmbedder
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "ConfigFile",
+    "EmbeddingSettings",
+    "LLMSettings",
+    "MCPSettings",
+    "MemorySettings",
+    "TriggerSettings",
+    "UISettings",
+    "check_setting",
+    "config_path",
+    "embedder_for",
+    "load_config",
+    "open_memory",
+    "save_config",
+    "workspace_root",
+]
+
 #: Environment variables that are not simply ``MEMDECK_<FIELD>``.
 ENV_ALIASES = {"OPENAI_BASE_URL": "base_url"}
 
 
-def _record_name(section: str, key: str) -> str:
-    return f"{section}_{key}" if section in PREFIXED else key
+def _input_and_output_only(price: dict[str, float]) -> dict[str, float]:
+    if not set(price) <= {"input", "output"}:
+        raise ValueError("a price has an input and an output, nothing else")
+    return price
 
 
-_SECTION_NAMES = {
-    section: [(_record_name(section, f.name), f.name) for f in fields(kind)]
-    for section, kind in SECTION_TYPES.items()
-}
+#: ``[prices]``: model -> ``{input = USD, output = USD}`` per million tokens.
+Prices = dict[
+    str,
+    Annotated[
+        dict[str, Annotated[float, Field(ge=0, le=1_000_000)]],
+        AfterValidator(_input_and_output_only),
+    ],
+]
 
 
-def _record_fields() -> list[tuple[str, Any, Any]]:
-    """Every section's fields side by side, each tagged with its ``section`` (resolved values
-    are not), then ``keymap`` and ``source``."""
-    found: list[tuple[str, Any, Any]] = []
-    for section, kind in SECTION_TYPES.items():
-        hints = typing.get_type_hints(kind)
-        for spec in fields(kind):
-            metadata = dict(spec.metadata)
-            if not metadata.get("resolved"):
-                metadata["section"] = section
-                metadata["key"] = spec.name
-            copy = field(
-                default=spec.default, repr=spec.repr, compare=spec.compare, metadata=metadata
-            )
-            found.append((_record_name(section, spec.name), hints[spec.name], copy))
-    found.append(
-        (
-            "keymap",
-            dict[str, str],
-            field(
-                default_factory=dict,
-                metadata={
-                    "section": "keymap",
-                    "doc": "Binding id -> key, e.g. app.flush = ctrl+f.",
-                },
-            ),
-        )
-    )
-    found.append(
-        (
-            "prices",
-            dict[str, dict[str, float]],
-            field(
-                default_factory=dict,
-                metadata={
-                    "section": "prices",
-                    "doc": "Model -> {input = USD, output = USD} per million tokens.",
-                },
-            ),
-        )
-    )
-    source_doc = {"doc": "The config file read, if any."}
-    found.append(("source", Path | None, field(default=None, compare=False, metadata=source_doc)))
-    return found
+class _Tables(Section):
+    """The tables the file and :class:`Config` both hold as tables."""
+
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    """``[embeddings]`` (in a Config: with the key load_config chose for its base_url)."""
+    keymap: dict[str, str] = {}
+    """Binding id -> key, e.g. app.flush = ctrl+f."""
+    prices: Prices = {}
+    """Model -> {input = USD, output = USD} per million tokens."""
 
 
-#: The whole file as one record, by setting name: what the environment (``MEMDECK_<NAME>``),
-#: CLI overrides and :func:`save_config` address. Setting names are unique across sections.
-_ConfigRecord = make_dataclass(
-    "_ConfigRecord", _record_fields(), frozen=True, namespace={"__module__": __name__}
-)
+class ConfigFile(_Tables):
+    """config.toml as written: each table validated by its section's model."""
+
+    llm: LLMSettings = LLMSettings()
+    memory: MemorySettings = MemorySettings()
+    triggers: TriggerSettings = TriggerSettings()
+    ui: UISettings = UISettings()
+    mcp: MCPSettings = MCPSettings()
 
 
-@dataclass(frozen=True)
-class Config(_ConfigRecord):  # type: ignore[misc, valid-type]
-    """Every knob of memdeck. Each part of the app is handed its section (:attr:`llm`,
-    :attr:`memory`, :attr:`triggers`, :attr:`ui`, :attr:`keymap`); every setting can also be
-    read by its name (``config.idle_minutes``), and ``fields(Config)`` says its ``section``.
-    """
+_S = TypeVar("_S", bound=Section)
 
-    @cached_property
+
+class Config(LLMSettings, MemorySettings, TriggerSettings, UISettings, MCPSettings, _Tables):
+    """Every knob of memdeck, resolved. Each part of the app is handed its section
+    (:attr:`llm`, :attr:`memory`, :attr:`triggers`, :attr:`ui`, :attr:`embeddings`,
+    :attr:`mcp`, :attr:`keymap`); every setting outside ``[embeddings]`` (whose keys repeat
+    ``[llm]``'s) can also be read by its name (``config.idle_minutes``)."""
+
+    source: Path | None = Field(default=None, exclude=True)
+    """The config file read, if any."""
+
+    @property
     def llm(self) -> LLMSettings:
         """``[llm]``, with the key load_config chose for base_url."""
-        return LLMSettings(**self._section("llm"))
+        return self._section(LLMSettings)
 
-    @cached_property
+    @property
     def memory(self) -> MemorySettings:
         """``[memory]``."""
-        return MemorySettings(**self._section("memory"))
+        return self._section(MemorySettings)
 
-    @cached_property
+    @property
     def triggers(self) -> TriggerSettings:
         """``[triggers]``."""
-        return TriggerSettings(**self._section("triggers"))
+        return self._section(TriggerSettings)
 
-    @cached_property
+    @property
     def ui(self) -> UISettings:
         """``[ui]``."""
-        return UISettings(**self._section("ui"))
+        return self._section(UISettings)
 
-    @cached_property
-    def embeddings(self) -> EmbeddingSettings:
-        """``[embeddings]``, with the key load_config chose for its base_url."""
-        return EmbeddingSettings(**self._section("embeddings"))
-
-    @cached_property
+    @property
     def mcp(self) -> MCPSettings:
         """``[mcp]``."""
-        return MCPSettings(**self._section("mcp"))
+        return self._section(MCPSettings)
 
-    def _section(self, section: str) -> dict[str, Any]:
-        return {key: getattr(self, name) for name, key in _SECTION_NAMES[section]}
-
-    # -- shortcuts to the sections' derived views --
-
-    @property
-    def effective_base_url(self) -> str:
-        """The URL requests go to."""
-        return self.llm.effective_base_url
-
-    @property
-    def is_openai(self) -> bool:
-        """True when requests go to OpenAI's own API."""
-        return self.llm.is_openai
-
-    @property
-    def effective_model(self) -> str | None:
-        """The chat model, with OpenAI's default filled in."""
-        return self.llm.effective_model
-
-    @property
-    def effective_summary_model(self) -> str | None:
-        """The model used for summaries."""
-        return self.llm.effective_summary_model
+    def _section(self, kind: type[_S]) -> _S:
+        return kind.model_construct(**{name: getattr(self, name) for name in kind.model_fields})
 
     def llm_problem(self) -> str | None:
         """None when chat can work; else one line telling the user how to configure it."""
-        return self.llm.problem(self.source)
-
-    def search_options(self) -> SearchOptions:
-        """The engine's search knobs from this config."""
-        return self.memory.search_options()
-
-    def injection_options(self) -> InjectionOptions:
-        """The engine's injection knobs from this config."""
-        return self.memory.injection_options()
+        return self.problem(self.source)
 
 
-_FILE_FIELDS = {f.name: f for f in fields(Config) if "section" in f.metadata}
-#: ``(section, key as written) -> setting name`` (a prefixed setting's full name works too).
-_BY_KEY = {
-    (f.metadata["section"], k): f.name
-    for f in _FILE_FIELDS.values()
-    for k in {f.metadata.get("key", f.name), f.name}
-}
-_TYPES = typing.get_type_hints(Config)
+@dataclass(frozen=True)
+class Setting:
+    """One setting as the environment (``MEMDECK_<NAME>``), CLI overrides and
+    :func:`save_config` address it: ``key`` in the ``[section]`` of the file."""
+
+    name: str
+    section: str
+    key: str
+    #: The model that validates it.
+    owner: type[Section]
+
+    @property
+    def info(self) -> FieldInfo:
+        """Its pydantic field: type, default, range, docstring."""
+        return self.owner.model_fields[self.key]
+
+    @property
+    def secret(self) -> bool:
+        """A secret's value never appears in a message (nor in a repr)."""
+        return not self.info.repr
+
+
+def _settings() -> dict[str, Setting]:
+    found: dict[str, Setting] = {}
+    for section, kind in SECTION_TYPES.items():
+        for key, info in kind.model_fields.items():
+            if not info.exclude:  # a value load_config works out
+                name = f"{section}_{key}" if section in PREFIXED else key
+                found[name] = Setting(name, section, key, kind)
+    for table in ("keymap", "prices"):
+        found[table] = Setting(table, table, table, ConfigFile)
+    return found
+
+
+#: Every setting of the file by name (names are unique: :data:`PREFIXED` sections' are
+#: ``<section>_<key>``).
+_FILE_FIELDS = _settings()
+#: ``(section, key as written) -> setting``.
+_BY_KEY = {(s.section, s.key): s for s in _FILE_FIELDS.values()}
 
 
 def _normal_url(url: str | None) -> str:
     parts = urlsplit((url or OPENAI_BASE_URL).strip())
     return f"{parts.scheme.lower()}://{(parts.netloc or '').lower()}{parts.path.rstrip('/')}"
+
+
+# -- checking --
+
+_TYPE_WORDS: dict[object, str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+}
+
+
+_TABLE_WORDS = {
+    "keymap": "a table of strings",
+    "prices": "a table of {input = number, output = number} tables",
+}
+
+
+def _expected(setting: Setting) -> str:
+    """What a setting must be, in words: its type and range."""
+    if setting.name in _TABLE_WORDS:
+        return _TABLE_WORDS[setting.name]
+    annotation = setting.info.annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    expected = _TYPE_WORDS.get(annotation, str(annotation))
+    bounds = {
+        bound: getattr(rule, bound)
+        for rule in setting.info.metadata
+        for bound in ("ge", "le")
+        if hasattr(rule, bound)
+    }
+    if bounds:
+        low, high = (
+            f"{b:,}" if float(b).is_integer() else f"{b:g}" for b in (bounds["ge"], bounds["le"])
+        )
+        expected += f" from {low} to {high}"
+    return expected
+
+
+def _toml_type(value: object) -> str:
+    """What kind of TOML value ``value`` is (for errors that must not show the value)."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error message shows it: short, on one line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _invalid(setting: Setting, value: object, label: str) -> str:
+    shown = _toml_type(value) if setting.secret else _shown(value)
+    return f"{label} must be {_expected(setting)}, not {shown}"
+
+
+def check_setting(name: str, value: object, label: str | None = None, *, strict: bool = True) -> Any:
+    """``value`` checked against the setting's type and range (converted: an int for a float
+    setting becomes a float; with ``strict=False``, text as the environment gives it is
+    parsed); raises ValueError saying what ``label`` (default: the setting's name) must be.
+    A secret setting's value never appears in the message."""
+    setting = _FILE_FIELDS[name]
+    try:
+        checked = setting.owner.model_validate({setting.key: value}, strict=strict)
+    except ValidationError:
+        raise ValueError(_invalid(setting, value, label or name)) from None
+    return getattr(checked, setting.key)
+
+
+def embedder_for(config: Config, *, resident: bool = False) -> Embedder | RemoteEmbedder:
+    """The embedder ``config`` asks for (``[embeddings]``; ``resident`` for the app, see
+    :meth:`EmbeddingSettings.embedder`); a ConfigError when it cannot be built."""
+    try:
+        return config.embeddings.embedder(
+            timeout=min(config.request_timeout, 60.0), resident=resident
+        )
+    except ValueError as exc:  # EmbeddingError is not one: imported lazily below
+        raise ConfigError(str(exc), config.source) from exc
+    except Exception as exc:
+        from ..engine.embeddings import EmbeddingError
+
+        if isinstance(exc, EmbeddingError):
+            raise ConfigError(str(exc), config.source) from exc
+        raise
+
+
+def workspace_root(config: Config, given: Path | str | None = None) -> Path:
+    """The workspace folder the app and every command open, chosen once for all of them:
+    ``given`` (``--workspace``), else ``MEMDECK_WORKSPACE``, else ``[memory] workspace`` of
+    the config file (:func:`load_config` puts the variable over the file), else the platform
+    data dir."""
+    from ..engine.workspace import default_workspace
+
+    chosen = given if given is not None else config.workspace
+    return Path(chosen).expanduser() if chosen else default_workspace()
+
+
+def open_memory(
+    config: Config, root: Path | str | None = None, *, create: bool = True, resident: bool = False
+) -> MemoryEngine:
+    """The memory engine for ``root`` (else :func:`workspace_root`'s) as every part of
+    memdeck opens it: the configured embedder, search options and injection budget, so the
+    app, the command line and ``memdeck mcp`` rank and inject alike. A ConfigError when the
+    embedder cannot be built."""
+    # imported here: the config is read before the engine loads
+    from ..engine.engine import MemoryEngine
+    from ..engine.workspace import Workspace
+
+    return MemoryEngine(
+        Workspace.open(workspace_root(config, root), create=create),
+        embedder=embedder_for(config, resident=resident),
+        search_options=config.search_options(),
+        injection_options=config.injection_options(),
+    )
 
 
 # -- reading --
@@ -270,188 +398,35 @@ def _key_line(text: str, section: str | None, key: str | None) -> int | None:
     return section_line
 
 
-def _type_name(tp: Any) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
-        return names.get(args[0], str(args[0]))
-    if tp == dict[str, dict[str, float]]:
-        return "a table of {input = number, output = number} tables"
-    if typing.get_origin(tp) is dict:
-        return "a table of strings"
-    return names.get(tp, str(tp))
-
-
-def _is_exactly(base: Any, value: Any) -> bool:
-    """``value`` is a ``bool``/``str``/``int`` (an int that is not a bool) as ``base`` asks."""
-    if base is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return base in (bool, str) and isinstance(value, base)
-
-
-def _toml_type(value: Any) -> str:
-    """What kind of TOML value ``value`` is (for errors that must not show the value)."""
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
-
-
-def _shown(value: Any) -> str:
-    """``value`` as an error message shows it: short, on one line."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def setting_range(name: str) -> tuple[float, float] | None:
-    """The ``(lowest, highest)`` value a numeric setting accepts (None for other settings)."""
-    return _FILE_FIELDS[name].metadata.get("range")
-
-
-def _expected(name: str) -> str:
-    expected = _type_name(_TYPES[name])
-    bounds = setting_range(name)
-    if bounds is not None:
-        low, high = (f"{b:,}" if float(b).is_integer() else f"{b:g}" for b in bounds)
-        expected += f" from {low} to {high}"
-    return expected
-
-
-def check_setting(name: str, value: Any, label: str | None = None) -> Any:
-    """``value`` checked against the setting's type and range (converted: an int for a float
-    setting becomes a float); raises ValueError saying what ``label`` (default: the setting's
-    name) must be. A secret setting's value never appears in the message."""
-    tp = _TYPES[name]
-    label = label or name
-    origin = typing.get_origin(tp)
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    optional = origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
-    base = args[0] if optional else tp
-    if value is None and optional:
-        return None
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    checked: Any = _INVALID
-    if base == dict[str, dict[str, float]]:
-        checked = _checked_prices(value)
-    elif typing.get_origin(base) is dict:
-        if isinstance(value, dict) and all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            checked = dict(value)
-    elif _is_exactly(base, value):
-        checked = value
-    elif base is float and is_number:
-        checked = float(value)
-    bounds = setting_range(name)
-    if checked is not _INVALID and bounds is not None:
-        in_range = math.isfinite(checked) and bounds[0] <= checked <= bounds[1]
-        checked = checked if in_range else _INVALID
-    if checked is not _INVALID:
-        return checked
-    expected = _expected(name)
-    if _FILE_FIELDS.get(name) is not None and _FILE_FIELDS[name].metadata.get("secret"):
-        raise ValueError(f"{label} must be {expected}, not {_toml_type(value)}")
-    raise ValueError(f"{label} must be {expected}, not {_shown(value)}")
-
-
-_INVALID = object()
-
-
-def embedder_for(config: Config, *, resident: bool = False) -> Any:
-    """The embedder ``config`` asks for (``[embeddings]``; ``resident`` for the app, see
-    :meth:`EmbeddingSettings.embedder`); a ConfigError when it cannot be built."""
-    try:
-        return config.embeddings.embedder(
-            timeout=min(config.request_timeout, 60.0), resident=resident
-        )
-    except ValueError as exc:  # EmbeddingError is not one: imported lazily below
-        raise ConfigError(str(exc), config.source) from exc
-    except Exception as exc:
-        from ..engine.embeddings import EmbeddingError
-
-        if isinstance(exc, EmbeddingError):
-            raise ConfigError(str(exc), config.source) from exc
-        raise
-
-
-def workspace_root(config: Config, given: Path | str | None = None) -> Path:
-    """The workspace folder the app and every command open, chosen once for all of them:
-    ``given`` (``--workspace``), else ``MEMDECK_WORKSPACE``, else ``[memory] workspace`` of
-    the config file (:func:`load_config` puts the variable over the file), else the platform
-    data dir."""
-    from ..engine.workspace import default_workspace
-
-    chosen = given if given is not None else config.memory.workspace
-    return Path(chosen).expanduser() if chosen else default_workspace()
-
-
-def open_memory(
-    config: Config, root: Path | str | None = None, *, create: bool = True, resident: bool = False
-) -> Any:  # MemoryEngine (imported here: the config is read before the engine loads)
-    """The memory engine for ``root`` (else :func:`workspace_root`'s) as every part of
-    memdeck opens it: the configured embedder, search options and injection budget, so the
-    app, the command line and ``memdeck mcp`` rank and inject alike. A ConfigError when the
-    embedder cannot be built."""
-    from ..engine.engine import MemoryEngine
-    from ..engine.workspace import Workspace
-
-    return MemoryEngine(
-        Workspace.open(workspace_root(config, root), create=create),
-        embedder=embedder_for(config, resident=resident),
-        search_options=config.memory.search_options(),
-        injection_options=config.memory.injection_options(),
-    )
-
-
-def _checked_prices(value: Any) -> Any:
-    """``{model: {"input": x, "output": y}}`` with non-negative finite numbers, else _INVALID."""
-    if not isinstance(value, dict):
-        return _INVALID
-    out: dict[str, dict[str, float]] = {}
-    for model, price in value.items():
-        if not isinstance(price, dict) or not set(price) <= {"input", "output"}:
-            return _INVALID
-        row: dict[str, float] = {}
-        for kind, number in price.items():
-            if isinstance(number, bool) or not isinstance(number, int | float):
-                return _INVALID
-            if not (math.isfinite(number) and 0 <= number <= 1_000_000):
-                return _INVALID
-            row[kind] = float(number)
-        out[str(model)] = row
-    return out
-
-
-def _parse_env_value(name: str, raw: str) -> Any:
-    """The typed value of an environment variable; text that does not parse is returned as is,
-    for :func:`check_setting` to refuse with the usual message."""
-    tp = _TYPES[name]
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    base = args[0] if args and typing.get_origin(tp) in (typing.Union, types.UnionType) else tp
-    lowered = raw.strip().lower()
-    try:
-        if base is bool and lowered in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return lowered in ("1", "true", "yes", "on")
-        if base is int:
-            return int(raw)
-        if base is float:
-            return float(raw)
-        if typing.get_origin(base) is dict:
-            return json.loads(raw)
-    except ValueError:
-        pass
-    return raw
+def _file_problem(
+    error: ErrorDetails, data: Mapping[str, Any], text: str, path: Path
+) -> ConfigError:
+    """One of pydantic's errors about the file, worded for the user, at its line."""
+    section, *inside = (str(part) for part in error["loc"])
+    table = data[section]
+    if not isinstance(table, dict):
+        setting = _FILE_FIELDS.get(section)
+        home = f"[{setting.section}]" if setting else "a table such as [llm]"
+        line = _key_line(text, None, section)
+        return ConfigError(f"{section!r} must be inside {home}", path, line)
+    if not inside:
+        known = ", ".join(SECTIONS)
+        line = _key_line(text, section, None)
+        return ConfigError(f"unknown section [{section}] (known: {known})", path, line)
+    key = inside[0]
+    line = _key_line(text, section, key)
+    if section in _TABLE_WORDS:
+        return ConfigError(_invalid(_FILE_FIELDS[section], table, section), path, line)
+    if error["type"] == "extra_forbidden":
+        setting = _FILE_FIELDS.get(key)
+        hint = f" (it belongs in [{setting.section}])" if setting is not None else ""
+        return ConfigError(f"unknown key {key!r} in [{section}]{hint}", path, line)
+    return ConfigError(_invalid(_BY_KEY[section, key], table[key], key), path, line)
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The fields set in a config file, validated (unknown keys and wrong types are errors)."""
+    """The settings set in a config file, by name, validated (unknown keys and wrong types
+    are errors naming the file and the line)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -467,47 +442,28 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"not valid TOML: {message}", path, line) from exc
     except RecursionError:  # tomllib recurses once per nested table or array
         raise ConfigError("not valid TOML: nested too deeply to read", path) from None
+    try:
+        checked = ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        problems = (_file_problem(error, data, text, path) for error in exc.errors())
+        raise min(problems, key=lambda problem: problem.line or math.inf) from None
     values: dict[str, Any] = {}
     for section, table in data.items():
-        if not isinstance(table, dict):
-            spec = _FILE_FIELDS.get(section)
-            home = f"[{spec.metadata['section']}]" if spec else "a table such as [llm]"
-            raise ConfigError(
-                f"{section!r} must be inside {home}", path, _key_line(text, None, section)
-            )
-        if section not in SECTIONS:
-            raise ConfigError(
-                f"unknown section [{section}] (known: {', '.join(SECTIONS)})",
-                path,
-                _key_line(text, section, None),
-            )
-        if section in ("keymap", "prices"):
-            items: dict[str, Any] = {section: table}
-        else:
-            items = table
-        for key, value in items.items():
-            name = _BY_KEY.get((section, key))
-            if name is None:
-                spec = _FILE_FIELDS.get(key)
-                hint = f" (it belongs in [{spec.metadata['section']}])" if spec is not None else ""
-                raise ConfigError(
-                    f"unknown key {key!r} in [{section}]{hint}",
-                    path,
-                    _key_line(text, section, key),
-                )
-            try:
-                values[name] = check_setting(name, value, key)
-            except ValueError as exc:
-                bad_key: str | None = key
-                if key == "keymap":
-                    bad_key = next((k for k, v in table.items() if not isinstance(v, str)), None)
-                raise ConfigError(str(exc), path, _key_line(text, section, bad_key)) from exc
+        if section in _TABLE_WORDS:
+            values[section] = getattr(checked, section)
+            continue
+        for key in table:
+            setting = _BY_KEY.get((section, key))
+            if setting is None:  # a value load_config works out, such as api_key_source
+                line = _key_line(text, section, key)
+                raise ConfigError(f"unknown key {key!r} in [{section}]", path, line)
+            values[setting.name] = getattr(getattr(checked, section), key)
     return values
 
 
 def _env_values(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """Fields set in the environment: ``name -> (value, variable)``."""
-    found: dict[str, tuple[Any, str]] = {}
+    """Settings set in the environment: ``name -> (value, variable)``."""
+    found: dict[str, tuple[str, str]] = {}
     for name in _FILE_FIELDS:
         if name in ("api_key", "embeddings_api_key"):
             continue  # MEMDECK_API_KEY is resolved with the other keys
@@ -519,8 +475,12 @@ def _env_values(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
             found[name] = (env[variable], variable)
     parsed: dict[str, tuple[Any, str]] = {}
     for name, (raw, variable) in found.items():
+        value: object = raw
+        if name in _TABLE_WORDS:  # a table is given as JSON; other text is refused below
+            with contextlib.suppress(ValueError):
+                value = json.loads(raw)
         try:
-            parsed[name] = (check_setting(name, _parse_env_value(name, raw)), variable)
+            parsed[name] = (check_setting(name, value, strict=False), variable)
         except ValueError as exc:
             raise ConfigError(f"{variable}: {exc}") from exc
     return parsed
@@ -533,8 +493,9 @@ def load_config(
 ) -> Config:
     """Read ``path`` (default :func:`config_path`), apply the environment, then ``overrides``.
 
-    ``overrides`` maps field names to values (CLI flags); ``None`` values are ignored. Raises
-    :class:`ConfigError` naming the file and line (or the variable) of the first problem.
+    ``overrides`` maps setting names to values (CLI flags); ``None`` values are ignored.
+    Raises :class:`ConfigError` naming the file and line (or the variable) of the first
+    problem.
     """
     env = os.environ if env is None else env
     file_path = Path(path).expanduser() if path is not None else config_path(env)
@@ -552,7 +513,16 @@ def load_config(
             raise ConfigError(str(exc)) from exc
     values.pop("api_key", None)
     values.pop("embeddings_api_key", None)
-    config = Config(**values, source=file_path if file_path.exists() else None)
+    embeddings = {
+        setting.key: values.pop(name)
+        for name, setting in _FILE_FIELDS.items()
+        if setting.section == "embeddings" and name in values
+    }
+    config = Config(
+        **values,
+        embeddings=EmbeddingSettings(**embeddings),
+        source=file_path if file_path.exists() else None,
+    )
     config = _resolve_key(config, file_values, env, chosen.get("api_key"))
     return _resolve_embeddings_key(config, file_values, env, chosen.get("embeddings_api_key"))
 
@@ -563,20 +533,20 @@ def _resolve_embeddings_key(
     """The key for ``[embeddings]``'s server, by the rule of :func:`_resolve_key`: a key the
     user gave for that server (or ``[llm]``'s key when both name the same server), and
     ``OPENAI_API_KEY`` only for OpenAI's own API."""
-    target = _normal_url(config.embeddings_base_url)
-    key, source = None, None
+    target = _normal_url(config.embeddings.base_url)
+    key = None
     if override:
-        key, source = override, "command line"
+        key = override
     elif env.get("MEMDECK_EMBEDDINGS_API_KEY"):
-        key, source = env["MEMDECK_EMBEDDINGS_API_KEY"], "MEMDECK_EMBEDDINGS_API_KEY"
+        key = env["MEMDECK_EMBEDDINGS_API_KEY"]
     elif file_values.get("embeddings_api_key"):
-        key, source = file_values["embeddings_api_key"], "config file"
+        key = file_values["embeddings_api_key"]
     elif config.api_key and _normal_url(config.base_url) == target:
-        key, source = config.api_key, f"[llm] ({config.api_key_source})"
-    elif env.get("OPENAI_API_KEY") and is_openai_url(config.embeddings_base_url):
-        key, source = env["OPENAI_API_KEY"], "OPENAI_API_KEY"
-    # (the record's fields are made at import time: mypy cannot see them as keywords)
-    return replace(config, **{"embeddings_api_key": key, "embeddings_api_key_source": source})
+        key = config.api_key
+    elif env.get("OPENAI_API_KEY") and is_openai_url(config.embeddings.base_url):
+        key = env["OPENAI_API_KEY"]
+    embeddings = config.embeddings.model_copy(update={"api_key": key})
+    return config.model_copy(update={"embeddings": embeddings})
 
 
 def _resolve_key(
@@ -609,7 +579,8 @@ def _resolve_key(
             f"{display_url(file_values.get('base_url') or OPENAI_BASE_URL)}, "
             f"not to {display_url(config.effective_base_url)}"
         )
-    return replace(config, **{"api_key": key, "api_key_source": source, "withheld_key": withheld})
+    update = {"api_key": key, "api_key_source": source, "withheld_key": withheld}
+    return config.model_copy(update=update)
 
 
 # -- writing --
@@ -634,10 +605,10 @@ def save_config(changes: Mapping[str, Any], path: Path | str | None = None) -> P
         except tomlkit.exceptions.ParseError as exc:
             raise ConfigError(f"not valid TOML: {exc}", file_path) from exc
         for name, value in changes.items():
-            spec = _FILE_FIELDS.get(name)
-            if spec is None:
+            setting = _FILE_FIELDS.get(name)
+            if setting is None:
                 raise ConfigError(f"unknown setting {name!r}", file_path)
-            if name in ("keymap", "prices"):
+            if name in _TABLE_WORDS:
                 bindings = {k: v for k, v in (value or {}).items()}
                 _set_values(document, name, bindings, file_path)
                 continue
@@ -646,8 +617,7 @@ def save_config(changes: Mapping[str, Any], path: Path | str | None = None) -> P
                     value = check_setting(name, value)
                 except ValueError as exc:
                     raise ConfigError(str(exc), file_path) from exc
-            key = spec.metadata.get("key", name)
-            _set_values(document, spec.metadata["section"], {key: value}, file_path)
+            _set_values(document, setting.section, {setting.key: value}, file_path)
         new_text = tomlkit.dumps(document).strip("\n") + "\n"
         try:
             tomllib.loads(new_text)

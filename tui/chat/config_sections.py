@@ -1,20 +1,25 @@
-"""The sections of config.toml as types: each setting with its default, its doc and its
-range (``[llm]``, ``[memory]``, ``[triggers]``, ``[ui]``, ``[embeddings]``, ``[mcp]``);
-:mod:`tui.chat.config` reads, validates and writes them."""
+"""The sections of config.toml as pydantic models: each setting with its default, its range
+and its docstring (``[llm]``, ``[memory]``, ``[triggers]``, ``[ui]``, ``[embeddings]``,
+``[mcp]``); :mod:`tui.chat.config` reads, validates and writes them."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import platformdirs
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..engine.options import InjectionOptions, SearchOptions
 from ..engine.redaction import display_url
+
+if TYPE_CHECKING:
+    from ..engine.embeddings import Embedder
+    from ..engine.remote_embeddings import RemoteEmbedder
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -44,94 +49,59 @@ class ConfigError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-def setting(
-    default: Any,
-    doc: str,
-    *,
-    range: tuple[float, float] | None = None,
-    secret: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """A setting of a section: its doc, the ``range`` every number must lie in, and whether
-    it is ``secret`` (its value never appears in an error message)."""
-    metadata: dict[str, Any] = {"doc": doc}
-    if range is not None:
-        metadata["range"] = range
-    if secret:
-        metadata["secret"] = True
-    return field(default=default, metadata=metadata, **kwargs)
+class Section(BaseModel):
+    """A table of config.toml: unknown keys, wrong types (TOML's, strictly: no ``"5"`` for a
+    number, no ``1`` for true), NaN/infinity and values out of range are errors. A field with
+    ``repr=False`` is a secret (its value never appears in a message); one with
+    ``exclude=True`` is worked out by load_config, never read from the file."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
+    )
 
 
-def resolved(doc: str) -> Any:
-    """A value :func:`load_config` works out (never read from the file as such)."""
-    return field(default=None, compare=False, metadata={"doc": doc, "resolved": True})
-
-
-@dataclass(frozen=True)
-class LLMSettings:
+class LLMSettings(Section):
     """``[llm]``: the OpenAI-compatible server, its models, and the limits of a turn."""
 
-    base_url: str | None = setting(
-        None, "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1; unset means OpenAI."
-    )
-    api_key: str | None = setting(
-        None,
-        "The key sent to base_url. Resolved by load_config (see the module docstring); never logged.",
-        secret=True,
-        repr=False,
-    )
-    model: str | None = setting(
-        None, f"Chat model; with OpenAI and no model set, {DEFAULT_OPENAI_MODEL}."
-    )
-    summary_model: str | None = setting(
-        None, "Model for flush and compaction summaries (default: model)."
-    )
-    context_window: int = setting(
-        32768, "The chat model's context window in tokens.", range=(256, 100_000_000)
-    )
-    compaction_reserve: int = setting(
-        4096,
-        "Compaction starts when a session's estimated tokens reach context_window minus this.",
-        range=(0, 100_000_000),
-    )
-    compaction_keep_messages: int = setting(
-        6, "Recent messages kept verbatim after a compaction.", range=(1, 10_000)
-    )
-    request_timeout: float = setting(
-        60.0, "Seconds without an answer before a request fails.", range=(0.1, 3600)
-    )
-    max_retries: int = setting(
-        2,
-        "Retries of connection errors, 429 and 5xx (with backoff) before a turn fails.",
-        range=(0, 20),
-    )
-    max_tool_rounds: int = setting(
-        8, "Model requests per turn before a tool-calling loop is stopped.", range=(1, 100)
-    )
-    max_forgets_per_turn: int = setting(
-        3,
-        "Memories the model may forget in one turn before the user must confirm more "
-        "(the app asks; `memdeck ask` refuses them unless --allow-forget).",
-        range=(0, 1_000),
-    )
-    max_tool_argument_chars: int = setting(
-        65_536,
-        "Longest arguments of one tool call; longer ones are refused (a tool error the model sees).",
-        range=(1_024, 16_777_216),
-    )
-    max_answer_chars: int = setting(
-        200_000,
-        "Longest answer stored and sent back; the rest is cut with a visible notice.",
-        range=(1_000, 10_000_000),
-    )
-    temperature: float | None = setting(
-        None, "Sampling temperature (server default).", range=(0, 2)
-    )
-    stream_usage: bool = setting(True, "Ask the server for token usage at the end of a stream.")
-    api_key_source: str | None = resolved("Where api_key came from (never the key itself).")
-    withheld_key: str | None = resolved(
-        "Names a key that exists but was not sent to base_url, and why."
-    )
+    base_url: str | None = None
+    """OpenAI-compatible endpoint, e.g. http://localhost:11434/v1; unset means OpenAI."""
+    api_key: str | None = Field(default=None, repr=False)
+    """The key sent to base_url. Resolved by load_config (see tui.chat.config); never logged."""
+    model: str | None = None
+    """Chat model; with OpenAI and no model set, gpt-4o-mini."""
+    summary_model: str | None = None
+    """Model for flush and compaction summaries (default: model)."""
+    context_window: int = Field(default=32768, ge=256, le=100_000_000)
+    """The chat model's context window in tokens."""
+    compaction_reserve: int = Field(default=4096, ge=0, le=100_000_000)
+    """Compaction starts when a session's estimated tokens reach context_window minus this."""
+    compaction_keep_messages: int = Field(default=6, ge=1, le=10_000)
+    """Recent messages kept verbatim after a compaction."""
+    request_timeout: float = Field(default=60.0, ge=0.1, le=3600)
+    """Seconds without an answer before a request fails."""
+    max_retries: int = Field(default=2, ge=0, le=20)
+    """Retries of connection errors, 429 and 5xx (with backoff) before a turn fails."""
+    max_tool_rounds: int = Field(default=8, ge=1, le=100)
+    """Model requests per turn before a tool-calling loop is stopped."""
+    max_forgets_per_turn: int = Field(default=3, ge=0, le=1_000)
+    """Memories the model may forget in one turn before the user must confirm more (the app
+    asks; `memdeck ask` refuses them unless --allow-forget)."""
+    max_tool_argument_chars: int = Field(default=65_536, ge=1_024, le=16_777_216)
+    """Longest arguments of one tool call; longer ones are refused (a tool error the model sees)."""
+    max_answer_chars: int = Field(default=200_000, ge=1_000, le=10_000_000)
+    """Longest answer stored and sent back; the rest is cut with a visible notice."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature (server default)."""
+    stream_usage: bool = True
+    """Ask the server for token usage at the end of a stream."""
+    api_key_source: str | None = Field(default=None, exclude=True)
+    """Where api_key came from (never the key itself)."""
+    withheld_key: str | None = Field(default=None, exclude=True)
+    """Names a key that exists but was not sent to base_url, and why."""
 
     @property
     def effective_base_url(self) -> str:
@@ -180,160 +150,117 @@ _SEARCH = SearchOptions()
 _INJECTION = InjectionOptions()
 
 
-@dataclass(frozen=True)
-class MemorySettings:
+class MemorySettings(Section):
     """``[memory]``: the workspace, what is searched and injected, and consolidation's reach.
 
     The search and injection settings take their defaults from the engine's option types
     (:class:`SearchOptions`, :class:`InjectionOptions`): each knob is defined once."""
 
-    workspace: str | None = setting(
-        None, "Memory workspace folder (default: the platform data dir)."
-    )
-    injection_budget: int = setting(
-        _INJECTION.budget_tokens,
-        "Tokens of memory injected into the system prompt per turn.",
-        range=(0, 1_000_000),
-    )
-    memory_share: float = setting(
-        _INJECTION.memory_share,
-        "Largest share of the budget MEMORY.md takes when search results compete.",
-        range=(0, 1),
-    )
-    max_results: int = setting(_SEARCH.max_results, "Search results per query.", range=(1, 1000))
-    min_score: float = setting(
-        _SEARCH.min_score, "Minimum relevance of a search result (0..1).", range=(0, 1)
-    )
-    candidate_multiplier: int = setting(
-        _SEARCH.candidate_multiplier,
-        "Candidates per method = max_results times this.",
-        range=(1, 100),
-    )
-    vector_weight: float = setting(
-        _SEARCH.vector_weight, "Weight of vector similarity in the hybrid score.", range=(0, 1000)
-    )
-    text_weight: float = setting(
-        _SEARCH.text_weight, "Weight of BM25 text relevance in the hybrid score.", range=(0, 1000)
-    )
-    half_life_days: float = setting(
-        _SEARCH.half_life_days,
-        "Age at which a daily-log entry's recency factor halves.",
-        range=(0.01, 36_500),
-    )
-    decay: bool = setting(_SEARCH.decay, "Rank recent daily-log entries higher.")
-    mmr: bool = setting(_SEARCH.mmr, "Diversify results (maximal marginal relevance).")
-    mmr_lambda: float = setting(
-        _SEARCH.mmr_lambda, "MMR trade-off: 1 = relevance only.", range=(0, 1)
-    )
-    threshold: float | None = setting(
-        _SEARCH.threshold,
-        "Threshold mode: every result above this relevance, no fixed cap.",
-        range=(0, 1),
-    )
-    consolidate_max_days: int = setting(
-        7,
-        "Consolidation reads the daily logs since the last one, at most this many days back.",
-        range=(1, 3650),
-    )
+    workspace: str | None = None
+    """Memory workspace folder (default: the platform data dir)."""
+    injection_budget: int = Field(default=_INJECTION.budget_tokens, ge=0, le=1_000_000)
+    """Tokens of memory injected into the system prompt per turn."""
+    memory_share: float = Field(default=_INJECTION.memory_share, ge=0, le=1)
+    """Largest share of the budget MEMORY.md takes when search results compete."""
+    max_results: int = Field(default=_SEARCH.max_results, ge=1, le=1000)
+    """Search results per query."""
+    min_score: float = Field(default=_SEARCH.min_score, ge=0, le=1)
+    """Minimum relevance of a search result (0..1)."""
+    candidate_multiplier: int = Field(default=_SEARCH.candidate_multiplier, ge=1, le=100)
+    """Candidates per method = max_results times this."""
+    vector_weight: float = Field(default=_SEARCH.vector_weight, ge=0, le=1000)
+    """Weight of vector similarity in the hybrid score."""
+    text_weight: float = Field(default=_SEARCH.text_weight, ge=0, le=1000)
+    """Weight of BM25 text relevance in the hybrid score."""
+    half_life_days: float = Field(default=_SEARCH.half_life_days, ge=0.01, le=36_500)
+    """Age at which a daily-log entry's recency factor halves."""
+    decay: bool = _SEARCH.decay
+    """Rank recent daily-log entries higher."""
+    mmr: bool = _SEARCH.mmr
+    """Diversify results (maximal marginal relevance)."""
+    mmr_lambda: float = Field(default=_SEARCH.mmr_lambda, ge=0, le=1)
+    """MMR trade-off: 1 = relevance only."""
+    threshold: float | None = Field(default=_SEARCH.threshold, ge=0, le=1)
+    """Threshold mode: every result above this relevance, no fixed cap."""
+    consolidate_max_days: int = Field(default=7, ge=1, le=3650)
+    """Consolidation reads the daily logs since the last one, at most this many days back."""
 
     def search_options(self) -> SearchOptions:
         """The engine's search knobs: every setting that is a :class:`SearchOptions` field."""
-        return replace(_SEARCH, **{name: getattr(self, name) for name in _SEARCH_SETTINGS})
+        return SearchOptions(**{name: getattr(self, name) for name in _SEARCH_SETTINGS})
 
     def injection_options(self) -> InjectionOptions:
         """The engine's injection knobs."""
-        return replace(
-            _INJECTION, budget_tokens=self.injection_budget, memory_share=self.memory_share
-        )
+        return InjectionOptions(budget_tokens=self.injection_budget, memory_share=self.memory_share)
 
 
 #: The ``[memory]`` settings that are search knobs (a field of both types).
 _SEARCH_SETTINGS = tuple(
-    f.name for f in fields(MemorySettings) if f.name in {s.name for s in fields(SearchOptions)}
+    name for name in MemorySettings.model_fields if name in {f.name for f in fields(SearchOptions)}
 )
 
 
-@dataclass(frozen=True)
-class TriggerSettings:
+class TriggerSettings(Section):
     """``[triggers]``: when sessions are flushed to the daily log and consolidation offered."""
 
-    idle_minutes: float = setting(
-        5.0,
-        "Flush the active session after this many minutes without a message.",
-        range=(0.1, 10_080),
-    )
-    flush_on_blur: bool = setting(
-        True, "Flush when the terminal loses focus (the app goes to the background)."
-    )
-    blur_debounce_seconds: float = setting(
-        3.0, "Focus must stay lost this long before the background flush runs.", range=(0, 3600)
-    )
-    tick_seconds: float = setting(
-        15.0, "How often the trigger timer checks idle time and the date.", range=(0.01, 3600)
-    )
-    consolidate_every_days: int = setting(
-        1,
-        "Offer a consolidation of MEMORY.md every this many days (0: only on demand).",
-        range=(0, 3650),
-    )
+    idle_minutes: float = Field(default=5.0, ge=0.1, le=10_080)
+    """Flush the active session after this many minutes without a message."""
+    flush_on_blur: bool = True
+    """Flush when the terminal loses focus (the app goes to the background)."""
+    blur_debounce_seconds: float = Field(default=3.0, ge=0, le=3600)
+    """Focus must stay lost this long before the background flush runs."""
+    tick_seconds: float = Field(default=15.0, ge=0.01, le=3600)
+    """How often the trigger timer checks idle time and the date."""
+    consolidate_every_days: int = Field(default=1, ge=0, le=3650)
+    """Offer a consolidation of MEMORY.md every this many days (0: only on demand)."""
 
 
-@dataclass(frozen=True)
-class MCPSettings:
+class MCPSettings(Section):
     """``[mcp]``: what agents connected over ``memdeck mcp`` may do without the user."""
 
-    max_forgets: int = setting(
-        5,
-        "Memories MCP clients together may forget (or retire with supersedes) within "
-        "forget_window_minutes; more are refused with the reason (the user forgets in memdeck).",
-        range=(0, 100_000),
-    )
-    forget_window_minutes: float = setting(
-        10.0, "The window max_forgets counts over, in minutes.", range=(0.01, 525_600)
-    )
+    max_forgets: int = Field(default=5, ge=0, le=100_000)
+    """Memories MCP clients together may forget (or retire with supersedes) within
+    forget_window_minutes; more are refused with the reason (the user forgets in memdeck)."""
+    forget_window_minutes: float = Field(default=10.0, ge=0.01, le=525_600)
+    """The window max_forgets counts over, in minutes."""
 
 
-@dataclass(frozen=True)
-class UISettings:
+class UISettings(Section):
     """``[ui]``: how the terminal UI looks."""
 
-    theme: str = setting("memdeck-dark", "Theme name (built-in or from themes/).")
+    theme: str = "memdeck-dark"
+    """Theme name (built-in or from themes/)."""
 
 
-@dataclass(frozen=True)
-class EmbeddingSettings:
+class EmbeddingSettings(Section):
     """``[embeddings]``: the local ONNX model (default) or an OpenAI-compatible endpoint."""
 
-    provider: str = setting("local", 'Where embeddings come from: "local" (ONNX) or "openai".')
-    base_url: str | None = setting(
-        None, "OpenAI-compatible endpoint for provider openai; unset means OpenAI."
-    )
-    model: str | None = setting(
-        None, "Embedding model for provider openai (default text-embedding-3-small)."
-    )
-    api_key: str | None = setting(
-        None, "The key sent to the embeddings base_url; never logged.", secret=True, repr=False
-    )
-    dimensions: int | None = setting(
-        None, "Vector width (needed for models memdeck does not know).", range=(1, 65_536)
-    )
-    batch_size: int = setting(64, "Texts per embeddings request.", range=(1, 2048))
-    process: str = setting(
-        "auto",
-        'Where the local model runs: "helper" (a process that exits when idle), "inline" '
-        '(in memdeck\'s own process) or "auto" (helper in the app, inline in commands).',
-    )
-    idle_exit: float = setting(
-        60.0, "Seconds without embeddings before the helper process exits.", range=(1, 86_400)
-    )
-    api_key_source: str | None = resolved("Where the embeddings api_key came from.")
+    provider: str = "local"
+    """Where embeddings come from: "local" (ONNX) or "openai"."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint for provider openai; unset means OpenAI."""
+    model: str | None = None
+    """Embedding model for provider openai (default text-embedding-3-small)."""
+    api_key: str | None = Field(default=None, repr=False)
+    """The key sent to the embeddings base_url; never logged."""
+    dimensions: int | None = Field(default=None, ge=1, le=65_536)
+    """Vector width (needed for models memdeck does not know)."""
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    """Texts per embeddings request."""
+    process: str = "auto"
+    """Where the local model runs: "helper" (a process that exits when idle), "inline" (in
+    memdeck's own process) or "auto" (helper in the app, inline in commands)."""
+    idle_exit: float = Field(default=60.0, ge=1, le=86_400)
+    """Seconds without embeddings before the helper process exits."""
 
     @property
     def effective_base_url(self) -> str:
+        """The URL embedding requests go to."""
         return self.base_url or OPENAI_BASE_URL
 
     @property
     def effective_model(self) -> str:
+        """The embedding model of provider openai, with the default filled in."""
         return self.model or DEFAULT_EMBEDDING_MODEL
 
     def problem(self) -> str | None:
@@ -350,7 +277,7 @@ class EmbeddingSettings:
 
     def embedder(
         self, *, timeout: float = 30.0, max_retries: int = 3, resident: bool = False
-    ) -> Any:
+    ) -> Embedder | RemoteEmbedder:
         """The embedder these settings ask for: ``Embedder()``, a ``HelperEmbedder`` (the local
         model in a helper process) or a ``RemoteEmbedder``. ``resident``: for a process that
         stays up (the app), where ``process = "auto"`` means the helper.
@@ -380,7 +307,7 @@ class EmbeddingSettings:
 
 
 #: The tables of config.toml with settings of their own (``[keymap]`` maps binding ids to keys).
-SECTION_TYPES: dict[str, type] = {
+SECTION_TYPES: dict[str, type[Section]] = {
     "llm": LLMSettings,
     "memory": MemorySettings,
     "triggers": TriggerSettings,
