@@ -1,17 +1,24 @@
 """The memory tools' specifications: each tool's name, description and JSON-schema parameters,
-and the one validator every call goes through, whichever transport carries it (the chat's tool
-calls, ``memdeck mcp``). Imports nothing heavy: an MCP server lists its tools before it opens
-the memory engine.
+the one definition that gives the model's tool list, the MCP ``inputSchema`` and the validation
+of every call, whichever transport carries it (the chat's tool calls, ``memdeck mcp``).
+
+Validation is ``jsonschema`` (Draft 2020-12) over that same schema, its errors turned into one
+line naming the parameter. Imports nothing heavy: an MCP server lists its tools before it opens
+the memory engine, and ``jsonschema`` is imported at the first call.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 MAX_SAVE_CHARS = 5_000
 MAX_QUERY_CHARS = 2_000
@@ -49,31 +56,32 @@ def _number(description: str, minimum: float, maximum: float) -> dict[str, Any]:
     return {"type": "number", "description": description, "minimum": minimum, "maximum": maximum}
 
 
-def _check_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
-    """``value`` checked against one parameter's schema (integers normalised to ``int``)."""
-    kind = schema["type"]
-    if kind == "string":
-        if not isinstance(value, str):
-            raise ToolArgumentError(f"Parameter {name!r} must be a string.")
-        if len(value) > schema["maxLength"]:
-            raise ToolArgumentError(
-                f"Parameter {name!r} must be {schema['maxLength']:,} characters or less. "
-                f"Current length: {len(value):,}."
-            )
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            raise ToolArgumentError(f"Parameter {name!r} is required and must be non-empty.")
-        return value
-    low, high = schema["minimum"], schema["maximum"]
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "integer":
-        if is_number and isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value = int(value)
-        if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-            raise ToolArgumentError(f"Parameter {name!r} must be an integer from {low} to {high}.")
-        return value
-    if not (is_number and math.isfinite(value) and low <= value <= high):
-        raise ToolArgumentError(f"Parameter {name!r} must be a number from {low} to {high}.")
-    return float(value)
+def _is_finite_number(_checker: object, instance: object) -> bool:
+    """JSON's numbers: no bool, and no NaN or infinity (which Python's ``json`` reads)."""
+    if isinstance(instance, bool) or not isinstance(instance, int | float):
+        return False
+    return not isinstance(instance, float) or math.isfinite(instance)
+
+
+@cache
+def _validator_class() -> type[Validator]:
+    """Draft 2020-12 with ``number`` meaning a finite one (an integer stays one that is
+    integral: ``3.0`` is an integer, ``True`` is not)."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("number", _is_finite_number)
+    validator: type[Validator] = validators.extend(Draft202012Validator, type_checker=checker)
+    return validator
+
+
+def _normalised(schema: Mapping[str, Any], value: Any) -> Any:
+    """A valid value as the tools use it: an integer as ``int`` (``3.0`` is 3), a number as
+    ``float``."""
+    if schema["type"] == "integer":
+        return int(value)
+    if schema["type"] == "number":
+        return float(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -109,26 +117,81 @@ class ToolSpec:
             },
         }
 
-    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments checked against the schema; raises :class:`ToolArgumentError`.
+    @cached_property
+    def _validator(self) -> Validator:
+        return _validator_class()(self.input_schema())
 
-        An optional parameter sent as ``null`` counts as not given (many models do that).
+    def validate(
+        self, arguments: Mapping[str, Any], *, null_is_absent: bool = True
+    ) -> dict[str, Any]:
+        """The arguments checked against :meth:`input_schema`, integers as ``int`` and numbers
+        as ``float``; raises :class:`ToolArgumentError` naming the first bad parameter (an
+        unknown one first, then in the order of :attr:`parameters`).
+
+        With ``null_is_absent`` a known parameter sent as ``null`` counts as not given (many
+        models do that); without, null is refused as the wrong type (over MCP the schema is the
+        contract).
         """
-        unknown = [key for key in arguments if key not in self.parameters]
-        if unknown:
+        given = {
+            key: value
+            for key, value in arguments.items()
+            if not (null_is_absent and value is None and key in self.parameters)
+        }
+        try:
+            problem = self._first_problem(self._validator.iter_errors(given), given)
+        except RecursionError:  # jsonschema's error message is the value's repr
+            raise ToolArgumentError("arguments are nested too deeply") from None
+        if problem is not None:
+            raise ToolArgumentError(problem)
+        return {
+            name: _normalised(schema, given[name])
+            for name, schema in self.parameters.items()
+            if name in given
+        }
+
+    def _first_problem(
+        self, errors: Iterable[ValidationError], given: Mapping[str, Any]
+    ) -> str | None:
+        """The line for the error that comes first (see :meth:`validate`), or None."""
+        rank = {name: position for position, name in enumerate(self.parameters)}
+        problems = [self._problem(error, given) for error in errors]
+        first = min(problems, key=lambda problem: rank.get(problem[0], -1), default=None)
+        return None if first is None else first[1]
+
+    def _problem(self, error: ValidationError, given: Mapping[str, Any]) -> tuple[str, str]:
+        """``(parameter, one line)`` for a ``jsonschema`` error; the parameter is ``""`` for
+        an unknown one (it comes first)."""
+        if error.validator == "additionalProperties":
+            unknown = next(key for key in given if key not in self.parameters)
             known = ", ".join(self.parameters)
-            raise ToolArgumentError(
-                f"Unknown parameter {str(unknown[0])[:40]!r} for {self.name} (it takes: {known})."
+            return "", (
+                f"Unknown parameter {str(unknown)[:40]!r} for {self.name} (it takes: {known})."
             )
-        checked: dict[str, Any] = {}
-        for name, schema in self.parameters.items():
-            value = arguments.get(name)
-            if value is None:
-                if name in self.required:
-                    raise ToolArgumentError(f"Parameter {name!r} is required.")
-                continue
-            checked[name] = _check_value(name, schema, value)
-        return checked
+        if error.validator == "required":
+            name = next(n for n in self.parameters if n in self.required and n not in given)
+            return name, f"Parameter {name!r} is required."
+        name = str(error.relative_path[0])
+        schema, value = self.parameters[name], given[name]
+        kind = schema["type"]
+        article = "an" if kind == "integer" else "a"
+        if value is None:
+            return name, (
+                f"Parameter {name!r} must be {article} {kind}, not null (leave it out to use "
+                "the default)."
+            )
+        if error.validator == "maxLength":
+            return name, (
+                f"Parameter {name!r} must be {schema['maxLength']:,} characters or less. "
+                f"Current length: {len(value):,}."
+            )
+        if error.validator == "pattern":
+            return name, f"Parameter {name!r} is required and must be non-empty."
+        if kind == "string":
+            return name, f"Parameter {name!r} must be a string."
+        return name, (
+            f"Parameter {name!r} must be {article} {kind} from {schema['minimum']} to "
+            f"{schema['maximum']}."
+        )
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (

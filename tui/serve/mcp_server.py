@@ -280,22 +280,6 @@ def describe_call(
     return "", [], [], []
 
 
-def null_arguments_refused(spec: ToolSpec, arguments: dict[str, Any]) -> ToolResult | None:
-    """An error for a parameter sent as ``null``: over MCP the schema is the contract, and it
-    says integer (or string, or number), so null is refused rather than read as "not given"."""
-    from ..chat.tools import ToolResult
-
-    for key, value in arguments.items():
-        if value is None and key in spec.parameters:
-            kind = spec.parameters[key]["type"]
-            return ToolResult.error(
-                "validation_error",
-                f"Parameter {key!r} must be {'an' if kind == 'integer' else 'a'} {kind}, not "
-                "null (leave it out to use the default).",
-            )
-    return None
-
-
 def _answered_unless_cancelled(
     handler: Callable[[Any], Awaitable[Any]],
 ) -> Callable[[Any], Awaitable[Any]]:
@@ -383,9 +367,10 @@ def build_server(service: MemoryService, in_flight: InFlight | None = None) -> S
             return refused(
                 ToolResult.error("unknown_tool", f"there is no tool named {name[:80]!r}")
             )
-        null_refused = null_arguments_refused(SPECS[name], arguments)
-        if null_refused is not None:
-            return refused(null_refused)
+        try:  # the schema is the contract: null is refused, not read as "not given"
+            SPECS[name].validate(arguments, null_is_absent=False)
+        except ToolArgumentError as exc:
+            return refused(ToolResult.error("validation_error", str(exc)))
         request_id = server.request_context.request_id
         try:
             if name not in WRITES:
