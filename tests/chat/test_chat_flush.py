@@ -24,7 +24,7 @@ from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.flush import CRASH_POINTS, parse_summary
-from tui.chat.sessions import SessionStore
+from tui.chat.sessions import FlushDone, PreparedFlush, SessionStore
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
 
@@ -189,6 +189,29 @@ def test_only_silent_messages_move_the_pointer_without_a_request(
     outcome = engine.flusher.flush_session(session)
     assert outcome.status == "nothing_new" and responder.count == 0
     assert engine.sessions.load(session).last_logged_message_id == last
+
+
+def test_the_flush_journal_lines_read_back_as_the_typed_records_written(
+    engine: ChatEngine, responder: SummaryResponder
+) -> None:
+    """What a restart replays is exactly what the ``prepared`` line holds: each journal line
+    is a typed record, written and read back field for field."""
+    session = engine.sessions.create("journal").id
+    ids = add_messages(engine.sessions, session, 2)
+    outcome = engine.flusher.flush_session(session, trigger="manual", reason="test")
+    prepared_line, done_line = flush_lines(engine.sessions, session)
+    prepared = PreparedFlush.from_record(prepared_line, session)
+    assert (prepared.from_id, prepared.to_id, prepared.first, prepared.last) == (
+        ids[0], ids[-1], 1, 2
+    )
+    assert (prepared.count, prepared.trigger, prepared.reason, prepared.title) == (
+        2, "manual", "test", "journal"
+    )
+    assert prepared.facts == ("Summary fact number 1",) and prepared.summarised
+    assert prepared.to_record() == {k: v for k, v in prepared_line.items() if k != "timestamp"}
+    done = FlushDone(prepared.flush_id, ids[0], ids[-1], 2, facts_added=outcome.facts)
+    assert done.to_record() == {k: v for k, v in done_line.items() if k != "timestamp"}
+    assert engine.sessions.load(session).pending_flush() is None
 
 
 def test_two_concurrent_flushes_in_one_process_log_once(

@@ -35,7 +35,6 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
-from typing import Any
 
 from filelock import Timeout
 
@@ -54,7 +53,7 @@ from ..engine.store import (
 from ..engine.workspace import MEMORY_FILE, WorkspaceError
 from .client import LLMClient, LLMError
 from .events import FlushOutcome, TriggerName
-from .sessions import Message, SessionError, SessionStore
+from .sessions import FlushDone, Message, PreparedFlush, SessionError, SessionStore
 from .tools import split_statement
 
 CRASH_ENV = "MEMDECK_CRASH_AT"
@@ -264,7 +263,9 @@ class DailyLogFlusher:
         total: FlushOutcome | None = None
         pending = self.sessions.load(session_id).pending_flush()
         if pending is not None:
-            total = self._apply(session_id, pending.data, recovered=True)
+            total = self._apply(
+                session_id, PreparedFlush.from_record(pending.data, session_id), recovered=True
+            )
         while True:
             outcome = self._flush_round(session_id, trigger, reason)
             if outcome.status != "flushed":
@@ -282,16 +283,12 @@ class DailyLogFlusher:
             return FlushOutcome("nothing_new", session_id, detail="no new messages")
         batch = new[: self.max_messages]
         conversation = [m for m in batch if m.is_loggable]
-        base = {
-            "type": "flush",
-            "flush_id": secrets.token_hex(4),
-            "from_id": batch[0].id,
-            "to_id": batch[-1].id,
-            "trigger": trigger,
-        }
+        flush_id = secrets.token_hex(4)
         if not conversation:
             # Only silent, incomplete or tool-only messages: nothing to summarise, the pointer moves on.
-            self.sessions.append(session_id, {**base, "phase": "done", "count": 0})
+            self.sessions.append(
+                session_id, FlushDone(flush_id, batch[0].id, batch[-1].id, 0, trigger=trigger)
+            )
             return FlushOutcome("nothing_new", session_id, detail="no new conversation")
         summarised = not self.llm.problem
         facts: list[str] = []
@@ -320,34 +317,36 @@ class DailyLogFlusher:
                     len(conversation),
                     detail="the model returned no summary",
                 )
-        record = {
-            **base,
-            "phase": "prepared",
-            "first": conversation[0].index,
-            "last": conversation[-1].index,
-            "count": len(conversation),
-            "day": _message_day(conversation[-1]).isoformat(),
-            "time": self.clock().strftime("%H:%M"),
-            "title": _clean_title(transcript.display_title),
-            "reason": reason,
-            "summary": summary,
-            "facts": facts,
-            "summarised": summarised,
-        }
-        self.sessions.append(session_id, record)
+        prepared = PreparedFlush(
+            flush_id=flush_id,
+            from_id=batch[0].id,
+            to_id=batch[-1].id,
+            trigger=trigger,
+            first=conversation[0].index,
+            last=conversation[-1].index,
+            count=len(conversation),
+            day=_message_day(conversation[-1]),
+            time=self.clock().strftime("%H:%M"),
+            title=_clean_title(transcript.display_title),
+            reason=reason,
+            summary=summary,
+            facts=tuple(facts),
+            summarised=summarised,
+        )
+        self.sessions.append(session_id, prepared)
         crash_point("after_prepare")
-        return self._apply(session_id, record, recovered=False)
+        return self._apply(session_id, prepared, recovered=False)
 
-    def _apply(self, session_id: str, record: dict[str, Any], *, recovered: bool) -> FlushOutcome:
+    def _apply(self, session_id: str, record: PreparedFlush, *, recovered: bool) -> FlushOutcome:
         """Steps 4-7 for a ``prepared`` record; each step is skipped if it already happened."""
-        flush_id = str(record["flush_id"])
-        day = date.fromisoformat(str(record["day"]))
+        flush_id = record.flush_id
+        day = record.day
         store = self.memory.store
         daily_path = self.memory.workspace.daily_log(day)
         daily_rel = self.memory.workspace.relative(daily_path)
         existing = store.read_file(daily_rel)
-        summary = str(record.get("summary") or "")
-        block = without_nul(_daily_block(session_id, record, summary)) if summary else ""
+        summary = record.summary
+        block = without_nul(_daily_block(session_id, record)) if summary else ""
         if summary and not has_tag(existing, "flush", flush_id):
             lead = "\n" if existing.strip() else ""
             self.memory.append_daily(f"{lead}{block}", day, origin=FLUSH)
@@ -357,9 +356,8 @@ class DailyLogFlusher:
             store.edit_file(daily_rel, lambda text: _completed(text, flush_id, block))
             self.memory.sync_changed([daily_rel], origin=FLUSH)
         crash_point("after_daily_append")
-        facts = [str(fact) for fact in record.get("facts") or []]
         added, _ = self.memory.save_entries(
-            EntryBatch(facts, "medium", "auto", day, {"flush": flush_id}),
+            EntryBatch(record.facts, "medium", "auto", day, {"flush": flush_id}),
             unless_tagged=("flush", flush_id),
             keep=self._new_facts,
             origin=FLUSH,
@@ -372,22 +370,14 @@ class DailyLogFlusher:
         crash_point("before_pointer")
         self.sessions.append(
             session_id,
-            {
-                "type": "flush",
-                "phase": "done",
-                "flush_id": flush_id,
-                "from_id": record.get("from_id"),
-                "to_id": record.get("to_id"),
-                "count": record.get("count", 0),
-                "facts_added": len(added),
-            },
+            FlushDone(flush_id, record.from_id, record.to_id, record.count, len(added)),
         )
         return FlushOutcome(
             "flushed",
             session_id,
-            messages=int(record.get("count") or 0),
-            first=record.get("first"),
-            last=record.get("last"),
+            messages=record.count,
+            first=record.first,
+            last=record.last,
             facts=len(added),
             flush_id=flush_id,
             daily_log=daily_rel if summary else None,
@@ -425,19 +415,19 @@ class DailyLogFlusher:
         return fresh
 
 
-def _daily_block(session_id: str, record: dict[str, Any], summary: str) -> str:
+def _daily_block(session_id: str, record: PreparedFlush) -> str:
     """The daily-log block a prepared flush ``record`` appends: its tagged heading, then the
     summary."""
-    flush_id = str(record["flush_id"])
-    meta = format_meta(EntryMeta(source="auto", extra={"flush": flush_id, "session": session_id}))
-    count = int(record.get("count") or 0)
+    extra = {"flush": record.flush_id, "session": session_id}
+    meta = format_meta(EntryMeta(source="auto", extra=extra))
     # The count is the one the outcome reports (the messages logged), not the span of
     # message numbers, which also covers tool-only and silent ones.
+    count = record.count
     what = f"{count} message{'s' if count != 1 else ''}"
-    if record.get("summarised") is False:
+    if not record.summarised:
         what += " · not summarised (no model)"
-    heading = f"## {record.get('time', '')} · {record.get('title', session_id)} · {what} {meta}"
-    return f"{heading}\n\n{summary}\n"
+    heading = f"## {record.time} · {record.title} · {what} {meta}"
+    return f"{heading}\n\n{record.summary}\n"
 
 
 def _completed(text: str, flush_id: str, block: str) -> str:
