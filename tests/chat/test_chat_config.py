@@ -98,6 +98,9 @@ def test_environment_then_overrides_win(tmp_path: Path) -> None:
         ('# top\nmodel = "x"\n', 2, "'model' must be inside [llm]"),
         ('[llm]\nmodel = "x\n', 2, "not valid TOML"),
         ('[keymap]\n"app.quit" = 3\n', 2, "keymap must be a table of strings"),
+        ('[llm]\nmodel = "x"\napi_key_source = "me"\n', 3, "unknown key 'api_key_source'"),
+        ('[memory]\nmin_score = 0.5\nmin_score = 0.6\n', 3, "not valid TOML"),
+        ('[ui]\ntheme = 3\n[llm]\ncontext_window = 1\n', 2, "theme must be a string, not 3"),
     ],
 )
 def test_bad_config_names_file_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
@@ -108,6 +111,23 @@ def test_bad_config_names_file_and_line(tmp_path: Path, text: str, line: int, wo
     assert message.startswith(f"{path}:{line}: "), message
     assert words in message
     assert "\n" not in message
+
+
+def test_a_bad_secret_is_refused_without_showing_it(tmp_path: Path) -> None:
+    path = write(tmp_path, "[embeddings]\napi_key = 424242424242\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert str(caught.value) == f"{path}:2: api_key must be a string, not a number"
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "none.toml", env={}, overrides={"api_key": ["sk-in-a-list"]})
+    assert "sk-in-a-list" not in str(caught.value) and "not an array" in str(caught.value)
+
+
+def test_every_setting_has_a_docstring() -> None:
+    from tui.chat.config import _FILE_FIELDS
+
+    assert {"idle_minutes", "embeddings_model", "keymap", "prices"} <= set(_FILE_FIELDS)
+    assert [name for name, s in _FILE_FIELDS.items() if not s.info.description] == []
 
 
 def test_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
