@@ -67,12 +67,12 @@ import typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import tomlkit
 import tomlkit.exceptions
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
@@ -83,7 +83,9 @@ from .config_sections import (
     PREFIXED,
     SECTION_TYPES,
     SECTIONS,
+    Config,
     ConfigError,
+    ConfigFile,
     EmbeddingSettings,
     LLMSettings,
     MCPSettings,
@@ -121,88 +123,6 @@ __all__ = [
 
 #: Environment variables that are not simply ``MEMDECK_<FIELD>``.
 ENV_ALIASES = {"OPENAI_BASE_URL": "base_url"}
-
-
-def _input_and_output_only(price: dict[str, float]) -> dict[str, float]:
-    if not set(price) <= {"input", "output"}:
-        raise ValueError("a price has an input and an output, nothing else")
-    return price
-
-
-#: ``[prices]``: model -> ``{input = USD, output = USD}`` per million tokens.
-Prices = dict[
-    str,
-    Annotated[
-        dict[str, Annotated[float, Field(ge=0, le=1_000_000)]],
-        AfterValidator(_input_and_output_only),
-    ],
-]
-
-
-class _Tables(Section):
-    """The tables the file and :class:`Config` both hold as tables."""
-
-    embeddings: EmbeddingSettings = EmbeddingSettings()
-    """``[embeddings]`` (in a Config: with the key load_config chose for its base_url)."""
-    keymap: dict[str, str] = {}
-    """Binding id -> key, e.g. app.flush = ctrl+f."""
-    prices: Prices = {}
-    """Model -> {input = USD, output = USD} per million tokens."""
-
-
-class ConfigFile(_Tables):
-    """config.toml as written: each table validated by its section's model."""
-
-    llm: LLMSettings = LLMSettings()
-    memory: MemorySettings = MemorySettings()
-    triggers: TriggerSettings = TriggerSettings()
-    ui: UISettings = UISettings()
-    mcp: MCPSettings = MCPSettings()
-
-
-_S = TypeVar("_S", bound=Section)
-
-
-class Config(LLMSettings, MemorySettings, TriggerSettings, UISettings, MCPSettings, _Tables):
-    """Every knob of memdeck, resolved. Each part of the app is handed its section
-    (:attr:`llm`, :attr:`memory`, :attr:`triggers`, :attr:`ui`, :attr:`embeddings`,
-    :attr:`mcp`, :attr:`keymap`); every setting outside ``[embeddings]`` (whose keys repeat
-    ``[llm]``'s) can also be read by its name (``config.idle_minutes``)."""
-
-    source: Path | None = Field(default=None, exclude=True)
-    """The config file read, if any."""
-
-    @property
-    def llm(self) -> LLMSettings:
-        """``[llm]``, with the key load_config chose for base_url."""
-        return self._section(LLMSettings)
-
-    @property
-    def memory(self) -> MemorySettings:
-        """``[memory]``."""
-        return self._section(MemorySettings)
-
-    @property
-    def triggers(self) -> TriggerSettings:
-        """``[triggers]``."""
-        return self._section(TriggerSettings)
-
-    @property
-    def ui(self) -> UISettings:
-        """``[ui]``."""
-        return self._section(UISettings)
-
-    @property
-    def mcp(self) -> MCPSettings:
-        """``[mcp]``."""
-        return self._section(MCPSettings)
-
-    def _section(self, kind: type[_S]) -> _S:
-        return kind.model_construct(**{name: getattr(self, name) for name in kind.model_fields})
-
-    def llm_problem(self) -> str | None:
-        """None when chat can work; else one line telling the user how to configure it."""
-        return self.problem(self.source)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""The sections of config.toml as pydantic models: each setting with its default, its range
-and its docstring (``[llm]``, ``[memory]``, ``[triggers]``, ``[ui]``, ``[embeddings]``,
-``[mcp]``); :mod:`tui.chat.config` reads, validates and writes them."""
+"""config.toml as pydantic models: each section's settings with their default, range and
+docstring (``[llm]``, ``[memory]``, ``[triggers]``, ``[ui]``, ``[embeddings]``, ``[mcp]``),
+the file as written (:class:`ConfigFile`) and the resolved :class:`Config`;
+:mod:`tui.chat.config` reads, validates and writes them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, TypeVar
 from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..engine.options import InjectionOptions, SearchOptions
 from ..engine.redaction import display_url
@@ -322,6 +323,88 @@ PREFIXED = ("embeddings",)
 
 
 SECTIONS = (*SECTION_TYPES, "keymap", "prices")
+
+
+def _input_and_output_only(price: dict[str, float]) -> dict[str, float]:
+    if not set(price) <= {"input", "output"}:
+        raise ValueError("a price has an input and an output, nothing else")
+    return price
+
+
+#: ``[prices]``: model -> ``{input = USD, output = USD}`` per million tokens.
+Prices = dict[
+    str,
+    Annotated[
+        dict[str, Annotated[float, Field(ge=0, le=1_000_000)]],
+        AfterValidator(_input_and_output_only),
+    ],
+]
+
+
+class _Tables(Section):
+    """The tables the file and :class:`Config` both hold as tables."""
+
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    """``[embeddings]`` (in a Config: with the key load_config chose for its base_url)."""
+    keymap: dict[str, str] = {}
+    """Binding id -> key, e.g. app.flush = ctrl+f."""
+    prices: Prices = {}
+    """Model -> {input = USD, output = USD} per million tokens."""
+
+
+class ConfigFile(_Tables):
+    """config.toml as written: each table validated by its section's model."""
+
+    llm: LLMSettings = LLMSettings()
+    memory: MemorySettings = MemorySettings()
+    triggers: TriggerSettings = TriggerSettings()
+    ui: UISettings = UISettings()
+    mcp: MCPSettings = MCPSettings()
+
+
+_S = TypeVar("_S", bound=Section)
+
+
+class Config(LLMSettings, MemorySettings, TriggerSettings, UISettings, MCPSettings, _Tables):
+    """Every knob of memdeck, resolved. Each part of the app is handed its section
+    (:attr:`llm`, :attr:`memory`, :attr:`triggers`, :attr:`ui`, :attr:`embeddings`,
+    :attr:`mcp`, :attr:`keymap`); every setting outside ``[embeddings]`` (whose keys repeat
+    ``[llm]``'s) can also be read by its name (``config.idle_minutes``)."""
+
+    source: Path | None = Field(default=None, exclude=True)
+    """The config file read, if any."""
+
+    @property
+    def llm(self) -> LLMSettings:
+        """``[llm]``, with the key load_config chose for base_url."""
+        return self._section(LLMSettings)
+
+    @property
+    def memory(self) -> MemorySettings:
+        """``[memory]``."""
+        return self._section(MemorySettings)
+
+    @property
+    def triggers(self) -> TriggerSettings:
+        """``[triggers]``."""
+        return self._section(TriggerSettings)
+
+    @property
+    def ui(self) -> UISettings:
+        """``[ui]``."""
+        return self._section(UISettings)
+
+    @property
+    def mcp(self) -> MCPSettings:
+        """``[mcp]``."""
+        return self._section(MCPSettings)
+
+    def _section(self, kind: type[_S]) -> _S:
+        return kind.model_construct(**{name: getattr(self, name) for name in kind.model_fields})
+
+    def llm_problem(self) -> str | None:
+        """None when chat can work; else one line telling the user how to configure it."""
+        return self.problem(self.source)
 
 
 def is_openai_url(url: str | None) -> bool:
