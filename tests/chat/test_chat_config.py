@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tui.chat.config import ConfigError, config_path, load_config, save_config
-from tui.engine.inject import InjectionOptions
-from tui.engine.search import SearchOptions
+from tui.engine.options import InjectionOptions, SearchOptions
 
 GOOD = """\
 # my settings
@@ -167,7 +166,8 @@ def test_key_configured_for_that_url_is_used(tmp_path: Path) -> None:
     assert config.api_key == "lan-key-1234" and config.api_key_source == "config file"
     # Pointing the same file at another server by env does not carry the file's key along.
     moved = load_config(path, env={"OPENAI_BASE_URL": "http://elsewhere:1234/v1"})
-    assert moved.api_key is None and "belongs to https://vllm.lan/v1" in moved.withheld_key
+    assert moved.api_key is None and moved.withheld_key
+    assert "belongs to https://vllm.lan/v1" in moved.withheld_key
     explicit = load_config(path, env={"MEMDECK_API_KEY": "chosen-key"})
     assert explicit.api_key == "chosen-key" and explicit.api_key_source == "MEMDECK_API_KEY"
 
@@ -223,8 +223,6 @@ def test_each_search_knob_is_defined_once_and_every_setting_reaches_the_engine()
     from dataclasses import fields
 
     from tui.chat.config import MemorySettings
-    from tui.engine.inject import InjectionOptions
-    from tui.engine.search import SearchOptions
 
     assert MemorySettings().search_options() == SearchOptions()
     assert MemorySettings().injection_options() == InjectionOptions()
