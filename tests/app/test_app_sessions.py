@@ -27,7 +27,7 @@ from support.pilot import (
 from textual import events
 from textual.widgets import Static
 
-from tui.app.widgets.chat_pane import transcript_messages
+from tui.app.widgets.chat_transcript import transcript_messages
 from tui.chat.chat import ChatEngine
 from tui.chat.sessions import SessionStore
 from tui.engine.embeddings import Embedder

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,20 @@ from support.chat_support import SummaryResponder, add_messages
 from support.fakeopenai import FakeOpenAI, Responder
 
 from tui.chat.chat import ChatEngine
-from tui.chat.events import TriggerEvent, TriggerListenerEvent
-from tui.chat.workbench import ConfigOutcome, IndexOutcome, Workbench
+from tui.chat.events import (
+    ChatEvent,
+    SessionOpened,
+    TextDelta,
+    ToolCallFinished,
+    TriggerEvent,
+    TurnDone,
+    TurnEnded,
+    TurnError,
+    TurnOpened,
+    WorkbenchEvent,
+)
+from tui.chat.workbench import ConfigOutcome, IndexOutcome, TurnAlreadyRunning, Workbench
+from tui.engine.engine import MemoryChange
 
 
 @pytest.fixture
@@ -30,8 +43,8 @@ def workbench(engine: ChatEngine, tmp_path: Path) -> Workbench:
 def test_switching_opens_a_session_and_flushes_the_one_left(
     workbench: Workbench, engine: ChatEngine
 ) -> None:
-    heard: list[TriggerListenerEvent] = []
-    workbench.add_trigger_listener(heard.append)
+    heard: list[WorkbenchEvent] = []
+    workbench.subscribe(heard.append)
 
     async def scenario() -> None:
         first = await workbench.new_session()
@@ -135,6 +148,140 @@ def test_named_sessions_are_flushed_each_once_as_the_cli_asks(
     assert sorted(e.session_id or "" for e in events) == sorted(pending)
     assert {(e.trigger, e.outcome.status) for e in events} == {("manual", "flushed")}
     assert after == []
+
+
+def test_a_turn_runs_in_the_workbench_and_comes_out_on_its_one_stream(
+    workbench: Workbench, engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    """One one-tool turn: the session opened, the turn's events between TurnOpened and
+    TurnEnded, and the memory change the tool made (with its origin), all on one stream."""
+    server.enqueue(
+        FakeOpenAI.tool_call("save_memory", {"content": "Keeps bees on the roof"}),
+        FakeOpenAI.text("Noted."),
+    )
+    heard: list[WorkbenchEvent] = []
+    workbench.subscribe(heard.append)
+
+    async def scenario() -> str:
+        session = await workbench.new_session()
+        workbench.open(session.id)
+        return await workbench.run_turn("remember that I keep bees")
+
+    assert asyncio.run(scenario()) == "completed"
+    session_id = workbench.active_session
+    assert session_id is not None
+    kinds = [type(event) for event in heard]
+    assert heard[0] == SessionOpened(session_id, None)
+    opened, ended = kinds.index(TurnOpened), kinds.index(TurnEnded)
+    assert heard[opened] == TurnOpened(session_id, "remember that I keep bees")
+    assert heard[ended] == TurnEnded(session_id, "remember that I keep bees", "completed")
+    turn = heard[opened + 1 : ended]
+    assert isinstance(turn[-1], TurnDone) and turn[-1].text == "Noted."
+    finished = [e for e in turn if isinstance(e, ToolCallFinished)]
+    assert [(e.name, e.ok) for e in finished] == [("save_memory", True)]
+    changes = [e for e in turn if isinstance(e, MemoryChange)]
+    assert changes and changes[0].paths == ("MEMORY.md",) and changes[0].origin
+    assert all(isinstance(e, ChatEvent | MemoryChange) for e in turn)
+    assert not workbench.turn_running
+
+
+def test_a_stopped_turn_ends_stopped_and_one_turn_runs_at_a_time(
+    workbench: Workbench, engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    server.enqueue(FakeOpenAI.text([f"word{n} " for n in range(200)], chunk_delay=0.02))
+    heard: list[WorkbenchEvent] = []
+    workbench.subscribe(heard.append)
+
+    async def scenario() -> None:
+        workbench.open((await workbench.new_session()).id)
+        turn = asyncio.ensure_future(workbench.run_turn("tell me a long story"))
+        while not any(isinstance(e, TextDelta) for e in heard):
+            await asyncio.sleep(0.01)
+        assert workbench.turn_running
+        with pytest.raises(TurnAlreadyRunning):
+            await workbench.run_turn("and another")
+        workbench.stop_turn()
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+
+    asyncio.run(scenario())
+    ended = [e for e in heard if isinstance(e, TurnEnded)]
+    assert [e.ending for e in ended] == ["stopped"]
+    assert not workbench.turn_running
+    # what streamed before the stop is in the transcript
+    session_id = workbench.active_session or ""
+    answer = [m for m in engine.sessions.load(session_id).messages if m.role == "assistant"]
+    assert answer and answer[-1].interrupted and answer[-1].content.startswith("word0")
+
+
+def test_a_turn_needs_an_open_session_and_a_gone_one_is_said_on_the_stream(
+    workbench: Workbench, engine: ChatEngine
+) -> None:
+    heard: list[WorkbenchEvent] = []
+    workbench.subscribe(heard.append)
+    with pytest.raises(ValueError):
+        asyncio.run(workbench.run_turn("hello"))
+    workbench.open("no-such-session")
+    assert asyncio.run(workbench.run_turn("hello")) == "failed"
+    errors = [e for e in heard if isinstance(e, TurnError)]
+    assert [e.kind for e in errors] == ["session"] and "no-such-session" in errors[0].message
+    assert isinstance(heard[-1], TurnEnded) and heard[-1].ending == "failed"
+
+
+def test_the_open_session_is_published_when_it_opens_or_closes(workbench: Workbench) -> None:
+    heard: list[WorkbenchEvent] = []
+    workbench.subscribe(heard.append)
+
+    async def scenario() -> tuple[str, str]:
+        first, second = (await workbench.new_session()).id, (await workbench.new_session()).id
+        workbench.open(first)
+        workbench.open(second)
+        await workbench.delete(second)
+        workbench.open(first)
+        await workbench.end_session()
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    opened = [e for e in heard if isinstance(e, SessionOpened)]
+    assert opened == [
+        SessionOpened(first, None),
+        SessionOpened(second, first),
+        SessionOpened(None, second),
+        SessionOpened(first, None),
+        SessionOpened(None, first),
+    ]
+
+
+def test_index_outcomes_are_published(workbench: Workbench) -> None:
+    heard: list[WorkbenchEvent] = []
+    remove = workbench.subscribe(heard.append)
+    workbench.without_model()
+
+    async def scenario() -> None:
+        async for _outcome in workbench.prepare_index():
+            pass
+        await workbench.reindex()
+
+    asyncio.run(scenario())
+    assert [e.reason for e in heard if isinstance(e, IndexOutcome)] == ["start", "reindex"]
+    remove()
+    asyncio.run(workbench.reindex())
+    assert [e.reason for e in heard if isinstance(e, IndexOutcome)] == ["start", "reindex"]
+
+
+def test_the_terminal_focus_reaches_the_background_trigger_through_the_workbench(
+    workbench: Workbench, engine: ChatEngine
+) -> None:
+    session = asyncio.run(workbench.new_session())
+    workbench.open(session.id)
+    add_messages(engine.sessions, session.id, 4)
+    later = engine.clock() + engine.triggers.blur_debounce + timedelta(seconds=1)
+    workbench.focus_lost()
+    workbench.focus_gained()  # back in time: no background flush
+    assert engine.triggers.tick(now=later) == []
+    workbench.focus_lost()
+    events = engine.triggers.tick(now=later)
+    assert [(e.trigger, e.outcome.status) for e in events] == [("background", "flushed")]
 
 
 def test_the_workbench_imports_no_textual() -> None:

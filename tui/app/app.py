@@ -337,12 +337,14 @@ class MemdeckApp(App[int]):
 
     def on_app_blur(self, event: events.AppBlur) -> None:
         """The terminal lost focus: the background flush runs if it stays lost."""
-        if self._engine is not None:
-            self._engine.triggers.focus_lost()
+        workbench = self.main_screen.opened_workbench
+        if workbench is not None:
+            workbench.focus_lost()
 
     def on_app_focus(self, event: events.AppFocus) -> None:
-        if self._engine is not None:
-            self._engine.triggers.focus_gained()
+        workbench = self.main_screen.opened_workbench
+        if workbench is not None:
+            workbench.focus_gained()
 
     # -- themes --
 

@@ -1,5 +1,6 @@
-"""The messages several widgets share (memory files changed, open a memory's entry), and the
-guard every handler of a worker's result wears (:func:`while_attached`).
+"""The messages several widgets share (what the workbench published, memory files changed,
+open a memory's entry), and the guard every handler of a worker's result wears
+(:func:`while_attached`).
 
 Every other message is nested on the widget or screen that posts it (``SessionList.Chosen``,
 ``ChatPane.TurnFinished``, ``DailyTree.Loaded``, ...), as Textual's guide suggests.
@@ -20,6 +21,7 @@ from textual.message import Message
 LOCATION = re.compile(r"(?P<path>.+)#L(?P<line>\d+)(?:-\d+)?")
 
 if TYPE_CHECKING:
+    from tui.chat.events import WorkbenchEvent
     from tui.engine.engine import MemoryChange
     from tui.engine.index import SyncReport
 
@@ -47,13 +49,23 @@ def while_attached(
 
 
 @dataclass
+class WorkbenchMessage(Message, bubble=False):
+    """Something the workbench published (:data:`~tui.chat.events.WorkbenchEvent`): the one
+    way the application core's news reaches the UI. The main screen's one listener posts it to
+    the screen, from whatever thread the event happened on; the screen hands turn events on to
+    the chat pane in a message of this same type (it does not bubble back)."""
+
+    event: WorkbenchEvent
+
+
+@dataclass
 class MemoryChanged(Message):
     """Memory files changed and the index already follows them: every memory panel refreshes.
 
-    The main screen posts one for each :class:`~tui.engine.engine.MemoryChange` the engine
-    publishes (:meth:`of`): the editor's saves, the model's tool calls, flushes, consolidations
-    and outside edits the watcher found all arrive this one way. A failed watcher sync
-    arrives with ``error`` set. :class:`~tui.app.panels.MemoryPanels` consumes it.
+    :class:`~tui.app.panels.MemoryPanels` posts one to itself for each
+    :class:`~tui.engine.engine.MemoryChange` the engine publishes (:meth:`of`): the editor's
+    saves, the model's tool calls, flushes, consolidations and outside edits the watcher found
+    all arrive this one way. The watcher posts one with ``error`` set when its sync failed.
 
     ``paths`` are workspace-relative; empty means any file may have changed. ``source`` says who
     changed them, for the activity log (empty: already logged). ``report`` is what re-indexing

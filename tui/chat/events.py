@@ -1,23 +1,30 @@
-"""What a chat turn and the memory triggers report, as small frozen dataclasses.
+"""What a chat turn, the memory triggers and the workbench report, as small frozen dataclasses.
 
-A UI renders a turn by iterating :meth:`tui.chat.chat.ChatEngine.run_turn` and matching on
-these types; trigger listeners (:class:`tui.chat.triggers.TriggerManager`) receive
-:class:`FlushStarted` and :class:`TriggerEvent`. Nothing here holds secrets.
+:meth:`tui.chat.chat.ChatEngine.run_turn` yields the :data:`ChatEvent` of one turn; trigger
+listeners (:class:`tui.chat.triggers.TriggerManager`) receive :class:`FlushStarted` and
+:class:`TriggerEvent`. The workbench (:class:`tui.chat.workbench.Workbench`) puts all of them,
+with the sessions it opens, the turns it runs, the index outcomes and the memory changes, on
+its one stream of :data:`WorkbenchEvent`. Nothing here holds secrets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
 from ..engine.inject import InjectionReport
+
+if TYPE_CHECKING:  # the index and the engine load after the app's first frame
+    from ..engine.engine import MemoryChange
+    from ..engine.index import SyncReport
 
 #: Why a turn ended early. ``config``: no LLM configured; ``connection``: the server could not
 #: be reached; ``auth``: 401/403; ``rate_limit``: 429; ``server``: 5xx; ``timeout``: no answer in
 #: time; ``malformed``: a broken stream; ``bad_request``: another 4xx; ``tool_loop``: the model
 #: kept calling tools past the limit; ``internal``: a bug in memdeck (the message says what);
-#: ``too_large``: the message does not fit the model's context (nothing was stored or sent).
+#: ``too_large``: the message does not fit the model's context (nothing was stored or sent);
+#: ``session``: the session's transcript could not be used (gone, unreadable).
 ErrorKind = Literal[
     "config",
     "connection",
@@ -30,6 +37,7 @@ ErrorKind = Literal[
     "tool_loop",
     "internal",
     "too_large",
+    "session",
 ]
 
 #: What a flush did: ``flushed`` N messages; ``nothing_new`` to log; ``skipped`` (no model,
@@ -259,3 +267,65 @@ class TriggerEvent:
 
 
 TriggerListenerEvent = FlushStarted | TriggerEvent
+
+
+# -- the workbench --
+
+#: How a turn the workbench ran ended: ``completed`` (answered, or a :class:`TurnError` said
+#: why not), ``stopped`` (cancelled: what streamed is kept) or ``failed`` (an exception, shown
+#: as a :class:`TurnError` of kind ``session`` or ``internal`` just before).
+TurnEnding = Literal["completed", "stopped", "failed"]
+
+#: Why the index was synced: ``start`` (the BM25 sync at start-up), ``embedding`` (what was
+#: new, once the model is loaded), ``reindex`` or ``config reload``.
+IndexReason = Literal["start", "embedding", "reindex", "config reload"]
+
+
+@dataclass(frozen=True)
+class SessionOpened:
+    """The open session changed to ``session_id`` (None: none is open); ``left`` was open."""
+
+    session_id: str | None
+    left: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnOpened:
+    """The workbench starts a turn of ``session_id`` with the user's ``text`` (its engine
+    events follow, then :class:`TurnEnded`)."""
+
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """The turn opened by :class:`TurnOpened` ended (see :data:`TurnEnding`)."""
+
+    session_id: str
+    text: str
+    ending: TurnEnding
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    """A sync, reindex or config reload ended: its ``report``, or the ``error`` that ended it."""
+
+    reason: IndexReason
+    report: SyncReport | None = None
+    error: str | None = None
+
+
+#: Everything the workbench publishes, in the order it happened (see
+#: :meth:`tui.chat.workbench.Workbench.subscribe`); a :class:`MemoryChange` carries its
+#: ``origin``. (A ``Union`` for the engine's class named lazily: it loads after the app's first
+#: frame.)
+WorkbenchEvent: TypeAlias = Union[  # noqa: UP007
+    ChatEvent,
+    TriggerListenerEvent,
+    SessionOpened,
+    TurnOpened,
+    TurnEnded,
+    IndexOutcome,
+    "MemoryChange",
+]

@@ -1,14 +1,22 @@
-"""Workbench: what the app does with the memory and the sessions, without a UI.
+"""Workbench: the application core — what the app does with memory, sessions and turns,
+without a UI.
 
-It owns the open session (:attr:`Workbench.active_session`, which the flush triggers follow),
-the lifecycle lock (flushes fired by switches, deletions, the manual trigger and quitting run
-one at a time, in order), the start-up sync and model load, and the actions: switch / new /
+It owns the open session (:attr:`Workbench.active_session`, stored here only; the flush
+triggers follow it), the running turn (:meth:`Workbench.run_turn`), the lifecycle lock
+(flushes fired by switches, deletions, the manual trigger and quitting run one at a time, in
+order), the start-up sync and model load, the focus triggers, and the actions: switch / new /
 rename / delete a session, flush, reindex, reload the config, consolidate. Each action is an
 async method whose blocking part runs in a thread (``asyncio.to_thread``), so the app awaits
-it from its event loop and the command line (``memdeck flush``, ``sessions --delete``,
-``consolidate``) drives it with ``asyncio.run``; failures come back
-as values (:class:`IndexOutcome`, :class:`ConsolidationOutcome`) or as the documented
-exceptions. Memory changes are published by the engine itself (``MemoryEngine.on_change``).
+it from its event loop and the command line (``memdeck ask``, ``flush``, ``sessions
+--delete``, ``consolidate``) drives it with ``asyncio.run``.
+
+What happens comes out as ONE typed stream (:meth:`Workbench.subscribe`, see
+:data:`~tui.chat.events.WorkbenchEvent`): the sessions opened, each turn's events between
+:class:`~tui.chat.events.TurnOpened` and :class:`~tui.chat.events.TurnEnded`, trigger events,
+index outcomes and memory changes with their origin. Actions whose caller wants the result
+(a CLI command, a dialog) also return it; failures come back as values
+(:class:`~tui.chat.events.IndexOutcome`, :class:`ConsolidationOutcome`) or as the documented
+exceptions.
 """
 
 from __future__ import annotations
@@ -19,31 +27,50 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-from tui.chat.chat import ChatEngine
+from tui.chat.chat import ChatEngine, MessageSize
 from tui.chat.config import Config, load_config
 from tui.chat.consolidation import ConsolidationError, Proposal
-from tui.chat.events import TriggerEvent, TriggerListenerEvent
-from tui.chat.sessions import SessionInfo, Transcript, TurnInjection
+from tui.chat.events import (
+    IndexOutcome,
+    IndexReason,
+    SessionOpened,
+    TriggerEvent,
+    TurnEnded,
+    TurnEnding,
+    TurnError,
+    TurnOpened,
+    WorkbenchEvent,
+)
+from tui.chat.sessions import SessionError, SessionInfo, Transcript, TurnInjection
 from tui.engine.index import SyncReport
 
 T = TypeVar("T")
 
 #: A sync's progress: (stage, done, total).
 Progress = Callable[[str, int, int], None]
+#: Hears every :data:`~tui.chat.events.WorkbenchEvent`, on the thread where it happened (the
+#: event loop's for turns and sessions; a flushing or writing thread's for triggers and memory
+#: changes): it must not block.
+Listener = Callable[[WorkbenchEvent], None]
+#: How a consolidation step ended.
+ConsolidationStep = Literal["proposed", "unchanged", "accepted", "rejected", "failed"]
+
+__all__ = [
+    "ConfigOutcome",
+    "ConsolidationOutcome",
+    "ConsolidationStep",
+    "IndexOutcome",
+    "Listener",
+    "Progress",
+    "TurnAlreadyRunning",
+    "Workbench",
+]
 
 
-@dataclass(frozen=True)
-class IndexOutcome:
-    """A sync, reindex or config reload ended: its ``report``, or the ``error`` that ended it.
-
-    ``reason``: ``start`` (the BM25 sync at start-up), ``embedding`` (what was new, once the
-    model is loaded), ``reindex`` or ``config reload``."""
-
-    reason: str
-    report: SyncReport | None = None
-    error: str | None = None
+class TurnAlreadyRunning(RuntimeError):
+    """A turn was started while another one runs (one turn at a time)."""
 
 
 @dataclass(frozen=True)
@@ -57,30 +84,63 @@ class ConfigOutcome:
 
 @dataclass(frozen=True)
 class ConsolidationOutcome:
-    """A consolidation step ended: ``what`` is ``proposed``, ``unchanged``, ``accepted``,
-    ``rejected`` or ``failed``; ``proposal`` is set when proposed or unchanged, ``detail`` says
-    more; ``written`` is whether an accepted proposal changed MEMORY.md."""
+    """A consolidation step ended (``what``); ``proposal`` is set when proposed or unchanged,
+    ``detail`` says more; ``written`` is whether an accepted proposal changed MEMORY.md."""
 
-    what: str
+    what: ConsolidationStep
     detail: str = ""
     proposal: Proposal | None = None
     written: bool = False
 
 
 class Workbench:
-    """The orchestration of one :class:`ChatEngine` for a UI (or a script)."""
+    """The application core over one :class:`ChatEngine`, for a UI (or a script)."""
 
     def __init__(self, engine: ChatEngine, *, config_file: Path) -> None:
         self.engine = engine
         self.config_file = config_file
-        #: The open session: the one the flush triggers follow.
+        #: The open session: the one the flush triggers follow (changed by :meth:`open`,
+        #: :meth:`end_session` and :meth:`delete` only, each publishing :class:`SessionOpened`).
         self.active_session: str | None = None
         #: Held while a trigger-manager call fires flushes (see :meth:`run_locked`).
         self.lifecycle_lock = threading.Lock()
         # An asyncio event, not a thread's: a thread left waiting for a model load that never
         # started (the app quit first) would keep the loop's executor, and so the exit, waiting.
         self._model_ready = asyncio.Event()
+        self._listeners: list[Listener] = []
+        self._listeners_lock = threading.Lock()
+        self._turn: asyncio.Task[object] | None = None
         engine.triggers.follow_active_session(lambda: self.active_session)
+        self._stop_streams = [
+            engine.triggers.add_listener(self._publish),
+            engine.memory.on_change(self._publish),
+        ]
+
+    # -- the stream --
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Hear every event from now on (see :data:`Listener`); returns a remover."""
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+    def _publish(self, event: WorkbenchEvent) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(event)
+
+    def close(self) -> None:
+        """Stop hearing the engine (its triggers and memory changes)."""
+        for stop in self._stop_streams:
+            stop()
+        self._stop_streams = []
 
     @property
     def config(self) -> Config:
@@ -99,11 +159,38 @@ class Workbench:
         """:meth:`run_locked` in a thread; the trigger listeners hear its events."""
         return await asyncio.to_thread(self.run_locked, call)
 
-    def add_trigger_listener(
-        self, listener: Callable[[TriggerListenerEvent], None]
-    ) -> Callable[[], None]:
-        """Hear every trigger and flush (called on the flushing thread); returns a remover."""
-        return self.engine.triggers.add_listener(listener)
+    # -- the model, the message box and the window's focus --
+
+    @property
+    def llm_problem(self) -> str | None:
+        """None when chat works; else one line telling the user how to configure an LLM."""
+        return self.engine.llm_problem
+
+    @property
+    def model(self) -> str:
+        """The chat model's name ("" when none is configured)."""
+        return self.engine.llm.model or ""
+
+    def measure_message(self, text: str) -> MessageSize:
+        """``text`` as the next message, against the room the model's context leaves it
+        (blocking: for a thread)."""
+        return self.engine.measure_message(text)
+
+    def fit_message(self, text: str) -> str:
+        """``text``, or its head and tail when the model's context cannot hold it (blocking)."""
+        return self.engine.fit_message(text)
+
+    def message_room(self) -> int:
+        """Estimated tokens one message may take."""
+        return self.engine.message_room()
+
+    def focus_lost(self) -> None:
+        """The terminal lost focus: the background flush runs if it stays lost."""
+        self.engine.triggers.focus_lost()
+
+    def focus_gained(self) -> None:
+        """The terminal has focus again (no background flush)."""
+        self.engine.triggers.focus_gained()
 
     # -- start-up --
 
@@ -157,6 +244,7 @@ class Workbench:
     def open(self, session_id: str | None) -> str | None:
         """Make ``session_id`` the open session; returns the one left (to :meth:`flush_left`)."""
         left, self.active_session = self.active_session, session_id
+        self._publish(SessionOpened(session_id, left))
         return left
 
     async def flush_left(self, session_id: str | None, left: str | None) -> None:
@@ -166,6 +254,8 @@ class Workbench:
     async def end_session(self) -> list[TriggerEvent]:
         """The user closed the open session: flush it (the session-end trigger) and open none."""
         session_id, self.active_session = self.active_session, None
+        if session_id is not None:
+            self._publish(SessionOpened(None, session_id))
         return await self.fire(partial(self.engine.triggers.end_session, session_id))
 
     async def transcript(self, session_id: str) -> Transcript:
@@ -190,12 +280,56 @@ class Workbench:
         )
         if self.active_session == session_id:
             self.active_session = None
+            self._publish(SessionOpened(None, session_id))
         return deleted
 
     async def last_injection(self, session_id: str) -> TurnInjection | None:
         """What the last turn of ``session_id`` injected, as recorded ("why?")."""
         injections = (await self.transcript(session_id)).injections
         return injections[-1] if injections else None
+
+    # -- the turn --
+
+    @property
+    def turn_running(self) -> bool:
+        """True while :meth:`run_turn` runs."""
+        return self._turn is not None
+
+    async def run_turn(self, text: str) -> TurnEnding:
+        """Send ``text`` as the user's next message in the open session and run the turn to its
+        end, publishing :class:`TurnOpened`, the engine's events, then :class:`TurnEnded`.
+        Cancelling it (:meth:`stop_turn`) stops the answer; what streamed is kept. Raises
+        :class:`TurnAlreadyRunning` while another turn runs, and ``ValueError`` with no
+        session open."""
+        session_id = self.active_session
+        if session_id is None:
+            raise ValueError("no session is open")
+        if self._turn is not None:
+            raise TurnAlreadyRunning("a turn is running")
+        self._turn = asyncio.current_task()
+        ending: TurnEnding = "completed"
+        self._publish(TurnOpened(session_id, text))
+        try:
+            async for event in self.engine.run_turn(session_id, text):
+                self._publish(event)
+        except asyncio.CancelledError:
+            ending = "stopped"
+            raise
+        except SessionError as exc:
+            ending = "failed"
+            self._publish(TurnError("session", str(exc)))
+        except Exception as exc:  # a bug: said where the answer would be, the app stays alive
+            ending = "failed"
+            self._publish(TurnError("internal", f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._turn = None
+            self._publish(TurnEnded(session_id, text, ending))
+        return ending
+
+    def stop_turn(self) -> None:
+        """Stop the running turn, if any (see :meth:`run_turn`)."""
+        if self._turn is not None:
+            self._turn.cancel()
 
     # -- memory --
 
@@ -216,7 +350,7 @@ class Workbench:
         return self.run_locked(self.engine.triggers.app_quit)
 
     async def reindex(self, progress: Progress | None = None) -> IndexOutcome:
-        """Rebuild the index from the Markdown files."""
+        """Rebuild the index from the Markdown files (the outcome is published too)."""
         return await self._sync("reindex", partial(self.engine.memory.reindex, progress=progress))
 
     async def index_stats(self) -> dict[str, object]:
@@ -226,7 +360,7 @@ class Workbench:
     async def reload_config(self) -> ConfigOutcome | IndexOutcome:
         """Read config.toml again and apply it without a restart; a changed ``[embeddings]``
         swaps the embedder (rebuilding the index when the model changed). An
-        :class:`IndexOutcome` with the error when it could not be applied."""
+        :class:`IndexOutcome` with the error when it could not be applied (published too)."""
 
         def reload() -> ConfigOutcome:
             config = load_config(self.config_file)
@@ -235,7 +369,9 @@ class Workbench:
         try:
             return await asyncio.to_thread(reload)
         except Exception as exc:
-            return IndexOutcome("config reload", error=str(exc))
+            failed = IndexOutcome("config reload", error=str(exc))
+            self._publish(failed)
+            return failed
 
     async def propose_consolidation(self, days: int | None = None) -> ConsolidationOutcome:
         """Ask the summary model for an updated MEMORY.md from recent daily logs (the last
@@ -264,8 +400,10 @@ class Workbench:
             return ConsolidationOutcome("failed", exc.message)
         return ConsolidationOutcome("accepted", result.stats.summary, written=result.written)
 
-    async def _sync(self, reason: str, call: Callable[[], SyncReport]) -> IndexOutcome:
+    async def _sync(self, reason: IndexReason, call: Callable[[], SyncReport]) -> IndexOutcome:
         try:
-            return IndexOutcome(reason, await asyncio.to_thread(call))
+            outcome = IndexOutcome(reason, await asyncio.to_thread(call))
         except Exception as exc:
-            return IndexOutcome(reason, error=str(exc))
+            outcome = IndexOutcome(reason, error=str(exc))
+        self._publish(outcome)
+        return outcome

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..chat.chat import ChatEngine
     from ..chat.config import Config
     from ..chat.consolidation import Proposal
-    from ..chat.events import TriggerEvent
+    from ..chat.events import TriggerEvent, WorkbenchEvent
     from ..chat.workbench import Workbench
     from ..engine.workspace import Workspace
 
@@ -120,7 +120,9 @@ async def _allow_forget(_memories: list[str], _already: int) -> bool:
     return True
 
 
-async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> int:
+async def _stream_turn(workbench: Workbench, question: str) -> int:
+    """Run ``question`` as a turn of the workbench's open session, printing its events from
+    the workbench's stream: the answer on stdout, tools and errors on stderr. 1 if it failed."""
     from ..chat.events import (
         Compacted,
         CompactionFailed,
@@ -134,7 +136,9 @@ async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> in
 
     status = 0
     wrote_text = False
-    async for event in engine.run_turn(session_id, question):
+
+    def show(event: WorkbenchEvent) -> None:
+        nonlocal status, wrote_text
         if isinstance(event, TextDelta):
             sys.stdout.write(event.text)
             sys.stdout.flush()
@@ -166,6 +170,12 @@ async def _stream_turn(engine: ChatEngine, session_id: str, question: str) -> in
         elif isinstance(event, TurnDone) and wrote_text:
             sys.stdout.write("\n")
             sys.stdout.flush()
+
+    stop_showing = workbench.subscribe(show)
+    try:
+        await workbench.run_turn(question)
+    finally:
+        stop_showing()
     return status
 
 
@@ -215,7 +225,7 @@ def _run_ask(args: argparse.Namespace) -> int:
         asyncio.run(workbench.flush_left(session_id, workbench.open(session_id)))
         if args.allow_forget:
             engine.confirm_forget = _allow_forget
-        status = asyncio.run(_stream_turn(engine, session_id, question))
+        status = asyncio.run(_stream_turn(workbench, question))
         if args.flush:
             for event in asyncio.run(workbench.end_session()):
                 _print_trigger(event)

@@ -1,13 +1,13 @@
 """MainScreen: sessions | chat | memory panels, over the headless workbench.
 
-The orchestration (the open session, the lifecycle lock, start-up sync and model load, the
-session and memory actions) is :class:`tui.chat.workbench.Workbench`; the screen composes the
-widgets, awaits the workbench's actions in its async workers and turns their outcomes into UI
-updates. :attr:`MainScreen.active_session` mirrors the workbench's open session for the data
-binding of the session list and the chat pane; the session actions are
-:class:`~tui.app.screens.session_actions.SessionActions`. The screen also runs the workspace watcher. Trigger listener events arrive from the
-flushing threads as :class:`MainScreen.TriggerNotice`; once the screen is gone (the app
-quitting) nothing more is delivered to it.
+The application core (the open session, the running turn, the lifecycle lock, start-up sync
+and model load, the triggers, the session and memory actions) is
+:class:`tui.chat.workbench.Workbench`; the screen composes the widgets, starts the workbench's
+actions in its workers, and hears everything the workbench publishes through ONE listener that
+posts a :class:`~tui.app.messages.WorkbenchMessage` (from whatever thread it happened on):
+turn events go on to the chat pane, the rest becomes UI updates here. Widgets get their state
+as attributes and tell the screen what the user wants by messages. The screen also runs the
+workspace watcher; once it is gone (the app quitting) nothing more is delivered to it.
 """
 
 from __future__ import annotations
@@ -27,16 +27,25 @@ from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
+from tui.app.messages import WorkbenchMessage
 from tui.app.progress_text import ProgressClock
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
-from tui.app.screens.session_actions import SessionActions
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.mode_bar import ModeBar
-from tui.chat.events import FlushStarted, TriggerEvent
+from tui.chat.events import (
+    ChatEvent,
+    FlushStarted,
+    IndexOutcome,
+    SessionOpened,
+    TriggerEvent,
+    TurnEnded,
+    TurnOpened,
+)
 
 # The heavy half (chat engine, memory panels, watcher) is imported once the engine is open; see
 # MemdeckApp._load_engine. These names are for type hints only.
@@ -50,14 +59,14 @@ if TYPE_CHECKING:
     from tui.chat.chat import ChatEngine
     from tui.chat.config import Config
     from tui.chat.consolidation import Proposal
-    from tui.chat.events import TriggerListenerEvent
-    from tui.chat.workbench import ConsolidationOutcome, IndexOutcome, Workbench
+    from tui.chat.events import WorkbenchEvent
+    from tui.chat.workbench import ConsolidationOutcome, Workbench
 
 #: Index progress messages are posted at most this often (seconds).
 PROGRESS_INTERVAL = 0.1
 
 
-class MainScreen(SessionActions):
+class MainScreen(Screen[None]):
     """The one screen of memdeck over one :class:`ChatEngine` (given now, or :meth:`attach`-ed
     once it is open)."""
 
@@ -72,12 +81,6 @@ class MainScreen(SessionActions):
     HORIZONTAL_BREAKPOINTS = BREAKPOINTS
 
     # -- messages of the screen's own workers --
-
-    @dataclass
-    class TriggerNotice(Message):
-        """A trigger fired or its flush finished (posted from the flushing thread)."""
-
-        event: TriggerListenerEvent
 
     @dataclass
     class IndexProgress(Message):
@@ -114,7 +117,6 @@ class MainScreen(SessionActions):
         self.watcher: WorkspaceWatcher | None = None
         self._workbench: Workbench | None = None
         self._trigger_stop = asyncio.Event()
-        self._remove_listener: Callable[[], None] | None = None
         #: Set once the main widgets are mounted over the engine (see :attr:`ready`).
         self._started = False
         #: True while :meth:`attach` mounts the main widgets.
@@ -145,9 +147,14 @@ class MainScreen(SessionActions):
         return self._started
 
     @property
-    def attaching(self) -> bool:
-        """True while the main widgets are being mounted over a newly opened engine."""
-        return self._attaching
+    def opened_workbench(self) -> Workbench | None:
+        """The workbench if the engine is open yet."""
+        return self._workbench
+
+    @property
+    def active_session(self) -> str | None:
+        """The open session (the workbench's; None while the engine opens)."""
+        return self._workbench.active_session if self._workbench is not None else None
 
     def call_when_attached(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` once the main widgets are mounted (now, if no mount is under
@@ -172,17 +179,22 @@ class MainScreen(SessionActions):
         yield Footer(show_command_palette=False, compact=True)
 
     def _main_widgets(self, engine: ChatEngine) -> list[Widget]:
-        """Sessions, chat and memory panels over ``engine``, bound to the open session."""
+        """Sessions, chat and memory panels over ``engine`` (and the workbench over it)."""
         from tui.app.panels.memory_panels import MemoryPanels
         from tui.app.widgets.chat_pane import ChatPane
         from tui.app.widgets.session_list import SessionList
+        from tui.chat.workbench import Workbench
 
+        self._workbench = workbench = Workbench(engine, config_file=self.config_file)
         return [
-            SessionList(engine.sessions, id="session-list").data_bind(
-                active_id=MainScreen.active_session
-            ),
-            ChatPane(engine, config_file=self.config_file, id="chat-pane").data_bind(
-                session_id=MainScreen.active_session
+            SessionList(engine.sessions, id="session-list"),
+            ChatPane(
+                workbench,
+                llm_problem=engine.llm_problem,
+                model=engine.llm.model or "",
+                config=engine.config,
+                config_file=self.config_file,
+                id="chat-pane",
             ),
             MemoryPanels(engine.memory, now=self.now, clock=self.clock, id="memory-panels"),
         ]
@@ -227,23 +239,25 @@ class MainScreen(SessionActions):
 
     def _start(self) -> None:
         """The engine and the main widgets are there: wire them up and start the background."""
-        from tui.chat.workbench import Workbench
+        from tui.engine.engine import MemoryChange
 
-        engine = self.engine
-        self._workbench = workbench = Workbench(engine, config_file=self.config_file)
+        engine, workbench = self.engine, self.workbench
         self._started = True
         engine.confirm_forget = self._confirm_forget
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
 
-        def on_trigger(event: TriggerListenerEvent) -> None:
-            self.post_message(self.TriggerNotice(event))
+        def bridge(event: WorkbenchEvent) -> None:
+            # The memory panels hear memory changes from the engine themselves (they serve
+            # without a workbench too): posting them here would refresh the panels twice.
+            if not isinstance(event, MemoryChange):
+                self.post_message(WorkbenchMessage(event))
 
-        self._remove_listener = workbench.add_trigger_listener(on_trigger)
+        workbench.subscribe(bridge)
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
         self._announce_recovery_copies()
-        self.chat_pane.chat_input.focus()
+        self.chat_pane.focus_input()
         self._open_initial_session()
         self.call_after_refresh(self._start_background)
         self.app.refresh_bindings()
@@ -274,7 +288,7 @@ class MainScreen(SessionActions):
         if not self.ready:
             return False
         if action == "focus_chat":
-            return self.focused is not self.chat_pane.chat_input or self.view != "chat"
+            return not self.chat_pane.input_has_focus or self.view != "chat"
         return True
 
     def _start_background(self) -> None:
@@ -299,15 +313,16 @@ class MainScreen(SessionActions):
 
     def stop_background(self) -> None:
         """The app is quitting: stop the answer, the trigger loop and the watcher."""
-        if self.ready:
-            self.chat_pane.action_stop()
+        if self._workbench is not None:
+            self._workbench.stop_turn()
         self._trigger_stop.set()
         if self.watcher is not None:
             self.watcher.stop()
 
     def on_unmount(self) -> None:
-        if self._remove_listener is not None:
-            self._remove_listener()
+        if self._workbench is not None:
+            self._workbench.close()
+            self._workbench.stop_turn()
 
     # -- background workers --
 
@@ -326,8 +341,8 @@ class MainScreen(SessionActions):
     @work(exclusive=True, group="index", exit_on_error=False)
     async def _prepare_index(self) -> None:
         """Sync the index (BM25 at once), then, once the model is loaded, embed what is new."""
-        async for outcome in self.workbench.prepare_index(self._progress()):
-            self._index_synced(outcome)
+        async for _outcome in self.workbench.prepare_index(self._progress()):
+            pass  # each outcome arrives on the workbench's stream
 
     @work(exclusive=True, group="model", exit_on_error=False)
     async def _load_model(self) -> None:
@@ -374,6 +389,20 @@ class MainScreen(SessionActions):
         if event.state == WorkerState.ERROR and event.worker.node is self:
             self.notify(f"{event.worker.name}: {event.worker.error}", severity="error")
 
+    # -- what the workbench publishes --
+
+    @on(WorkbenchMessage)
+    def _workbench_event(self, message: WorkbenchMessage) -> None:
+        event = message.event
+        if isinstance(event, ChatEvent | TurnOpened | TurnEnded):
+            self.chat_pane.post_message(WorkbenchMessage(event))
+        elif isinstance(event, SessionOpened):
+            self._session_opened(event.session_id)
+        elif isinstance(event, IndexOutcome):
+            self._index_synced(event)
+        elif isinstance(event, FlushStarted | TriggerEvent):
+            self._trigger_notice(event)
+
     # -- index and model --
 
     @on(IndexProgress)
@@ -401,15 +430,12 @@ class MainScreen(SessionActions):
 
     # -- triggers and flushes --
 
-    @on(TriggerNotice)
-    def _trigger_notice(self, message: TriggerNotice) -> None:
-        event = message.event
+    def _trigger_notice(self, event: FlushStarted | TriggerEvent) -> None:
         panels = self.memory_panels
         if isinstance(event, FlushStarted):
             self.header.flushing += 1
             panels.log_event(f"{event.trigger}: flushing {event.session_id} ({event.reason})")
             return
-        assert isinstance(event, TriggerEvent)
         if event.session_id is not None:
             self.header.flushing = max(0, self.header.flushing - 1)
         outcome = event.outcome
@@ -461,11 +487,178 @@ class MainScreen(SessionActions):
         self.app.push_screen(ConfirmScreen(question, confirm="Forget", cancel="Keep"), answered)
         return await answer
 
+    # -- sessions --
+
+    def _still_answering(self, advice: str = "Escape stops it first") -> bool:
+        """True (and said, with ``advice``) while a turn runs: it must end before the open
+        session, or what it stands on, may change."""
+        if self.chat_pane.busy:
+            text = advice if advice.startswith("reload") else f"still answering — {advice}"
+            self.notify(text, severity="warning")
+        return self.chat_pane.busy
+
+    @work(exclusive=True, group="initial-session", exit_on_error=False)
+    async def _open_initial_session(self) -> None:
+        """Resume the most recently updated session, if any; say if a consolidation is due."""
+        last = await self.workbench.last_session()
+        if last is not None:
+            self.switch_to(last)
+        if await self.workbench.consolidation_due():
+            self.notify(
+                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
+                title="consolidation due",
+                timeout=10,
+            )
+
+    def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
+        self.switch_to(message.session_id)
+
+    def switch_to(self, session_id: str | None) -> None:
+        """Open ``session_id``: show its transcript and flush the session left (switch trigger)."""
+        if self._still_answering("Escape stops it, then switch"):
+            return
+        if session_id == self.active_session:
+            self.chat_pane.focus_input()
+            return
+        self._open(session_id)
+        self.remove_class("-show-sessions")
+        if session_id is None:
+            self.call_next(self.chat_pane.show_transcript, None)
+        else:
+            self._load_transcript(session_id)
+
+    def _open(self, session_id: str | None) -> None:
+        """Make ``session_id`` the open session and flush the one left (session switch)."""
+        self.header.session_title = "…" if session_id else ""
+        self._flush_left(session_id, self.workbench.open(session_id))
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def _flush_left(self, session_id: str | None, left: str | None) -> None:
+        await self.workbench.flush_left(session_id, left)
+
+    def _session_opened(self, session_id: str | None) -> None:
+        """The widgets follow the open session; the Inject tab comes forward again while
+        typing (a tab chosen in the last session no longer holds) and shows this session's
+        draft, not the why? of the last one."""
+        self.chat_pane.session_id = session_id
+        self.session_list.active_id = session_id
+        self.memory_panels.forget_chosen_tab()
+        self.memory_panels.injection_panel.show_live()  # a why? belongs to its session
+
+    @work(exclusive=True, group="transcript", exit_on_error=False)
+    async def _load_transcript(self, session_id: str) -> None:
+        transcript = await self.workbench.transcript(session_id)
+        if session_id != self.active_session:
+            return  # the user switched again meanwhile
+        self.header.session_title = transcript.display_title
+        await self.chat_pane.show_transcript(transcript)
+
+    def _on_session_list_loaded(self, message: SessionList.Loaded) -> None:
+        for info in message.sessions:
+            if info.id == self.active_session:
+                self.header.session_title = info.title
+
+    def action_new_session(self) -> None:
+        """Start a new session and switch to it (the message box takes focus at once, so what
+        is typed next is not lost while the session is created)."""
+        if self._still_answering():
+            return
+        self.action_focus_chat()
+        self._create_session(None)
+
+    def _on_session_list_new_requested(self) -> None:
+        self.action_new_session()
+
+    @work(group="sessions", exit_on_error=False)
+    async def _create_session(self, first_message: str | None) -> None:
+        try:
+            info = await self.workbench.new_session()
+        except BaseException:
+            if first_message is not None:
+                self.chat_pane.busy = False  # the message waiting for it is not sent
+            raise
+        self.session_list.reload()
+        if first_message is None:
+            # an answer started meanwhile: the new session waits
+            if self._still_answering("Escape stops it, then switch"):
+                return
+            await self.chat_pane.show_transcript(None)  # a new session is empty
+        self._open(info.id)
+        self.header.session_title = info.title
+        if first_message is not None:
+            self._run_turn(first_message)
+
+    def _session_title(self, session_id: str) -> str:
+        for info in self.session_list.infos:
+            if info.id == session_id:
+                return info.title
+        return session_id
+
+    def action_rename_session(self, session_id: str | None = None) -> None:
+        """Ask for a new title of ``session_id`` (default: the open session)."""
+        from tui.app.screens.rename_screen import RenameScreen
+
+        target = session_id or self.active_session
+        if target is None:
+            self.notify("no session is open", severity="warning")
+            return
+
+        def renamed(title: str | None) -> None:
+            if title:
+                self._rename(target, title)
+
+        self.app.push_screen(RenameScreen(self._session_title(target)), renamed)
+
+    def _on_session_list_rename_requested(self, message: SessionList.RenameRequested) -> None:
+        self.action_rename_session(message.session_id)
+
+    @work(group="sessions", exit_on_error=False)
+    async def _rename(self, session_id: str, title: str) -> None:
+        info = await self.workbench.rename(session_id, title)
+        if info.id == self.active_session:
+            self.header.session_title = info.title
+        self.session_list.reload()
+
+    def action_delete_session(self, session_id: str | None = None) -> None:
+        """Ask, then flush ``session_id`` (default: the open one) and move it to the trash."""
+        from tui.app.screens.confirm_screen import ConfirmScreen
+
+        target = session_id or self.active_session
+        if target is None:
+            self.notify("no session is open", severity="warning")
+            return
+        if target == self.active_session and self._still_answering():
+            return
+        question = (
+            f"Delete “{self._session_title(target)}”?\n\n"
+            "Its new messages are summarised into memory first; the transcript moves to "
+            "sessions/.trash/ (nothing is destroyed)."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(target)
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
+
+    def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
+        self.action_delete_session(message.session_id)
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def _delete(self, session_id: str) -> None:
+        was_open = session_id == self.active_session
+        trash, _event = await self.workbench.delete(session_id)
+        self.notify(f"moved to {trash.name} in sessions/.trash", title="deleted")
+        if was_open and self.active_session is None:  # closed: its flush already ran
+            self.header.session_title = ""
+            await self.chat_pane.show_transcript(None)
+        self.session_list.reload()
+
     # -- the conversation --
 
     @on(TextArea.Changed, "#chat-input")
     def _draft_changed(self, event: TextArea.Changed) -> None:
-        if not self._sdk_import_started and not self.engine.llm_problem:
+        if not self._sdk_import_started and not self.workbench.llm_problem:
             self._sdk_import_started = True  # the first keystroke: the SDK loads while they type
             self._import_llm_sdk(asyncio.get_running_loop())
         panels = self.memory_panels
@@ -475,6 +668,25 @@ class MainScreen(SessionActions):
             panels.bring_inject_forward()
         else:
             self.query_one(ModeBar).badge = ""
+
+    def _on_chat_pane_send_requested(self, message: ChatPane.SendRequested) -> None:
+        """The user sent a message: in the open session, or in a new one (opened first)."""
+        if self.active_session is None:
+            self._create_session(message.text)
+        else:
+            self._run_turn(message.text)
+
+    @work(group="turn", exclusive=True, exit_on_error=False)
+    async def _run_turn(self, text: str) -> None:
+        """The workbench runs the turn; its events reach the chat pane by the stream."""
+        try:
+            await self.workbench.run_turn(text)
+        except Exception:  # before the turn opened (none open, one running): nothing to wait for
+            self.chat_pane.busy = False
+            raise
+
+    def _on_chat_pane_stop_requested(self) -> None:
+        self.workbench.stop_turn()
 
     def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
         self.session_list.reload()
@@ -489,7 +701,7 @@ class MainScreen(SessionActions):
         self._why_by_search()
 
     def _why_by_search(self) -> None:
-        text = self.chat_pane.last_user_text or self.chat_pane.chat_input.value.strip()
+        text = self.chat_pane.last_user_text or self.chat_pane.draft
         if not text:
             self.notify("send a message first", severity="warning")
             return
@@ -512,7 +724,7 @@ class MainScreen(SessionActions):
         self.view = "chat"
         self.remove_class("-show-sessions")
         self.memory_panels.cancel_pending_focus()
-        self.chat_pane.chat_input.focus()
+        self.chat_pane.focus_input()
 
     def action_focus_sessions(self) -> None:
         """Pick a session (a collapsed session list is shown over the chat meanwhile)."""
@@ -550,7 +762,7 @@ class MainScreen(SessionActions):
         """Whatever gets focus is on screen: the half it belongs to comes forward."""
         if not self.ready:
             return
-        if event.widget is self.chat_pane.chat_input:
+        if self.chat_pane.is_input(event.widget):
             self._typing_to_chat = False  # the burst has arrived; panel keys mean theirs again
         if self.memory_panels in event.widget.ancestors_with_self:
             self.view = "memory"
@@ -567,7 +779,7 @@ class MainScreen(SessionActions):
         if not (self.ready and event.is_printable and event.character):
             return
         focused = self.focused
-        if focused is self.chat_pane.chat_input:
+        if self.chat_pane.input_has_focus:
             self._typing_to_chat = False
             return
         if focused is not None and (
@@ -581,7 +793,7 @@ class MainScreen(SessionActions):
         event.prevent_default()
         self._typing_to_chat = True
         self.action_focus_chat()
-        self.chat_pane.chat_input.insert_text_at_cursor(event.character)
+        self.chat_pane.type_into_input(event.character)
 
     def _on_memory_editor_dirty_changed(self, message: MemoryEditor.DirtyChanged) -> None:
         self.header.unsaved_memory = message.dirty
@@ -591,7 +803,7 @@ class MainScreen(SessionActions):
 
     def _on_injection_panel_updated(self, message: InjectionPanel.Updated) -> None:
         """While the user types in the chat, the Inject tab's news is in view."""
-        if self.view == "chat" and self.chat_pane.chat_input.value.strip():
+        if self.view == "chat" and self.chat_pane.draft:
             self.query_one(ModeBar).badge = message.summary
 
     # -- memory actions --
@@ -611,13 +823,12 @@ class MainScreen(SessionActions):
 
     @work(exclusive=True, group="reindex", exit_on_error=False)
     async def _reindex(self) -> None:
-        self._index_synced(await self.workbench.reindex(self._progress()))
+        await self.workbench.reindex(self._progress())  # the outcome arrives on the stream
 
     def action_reload_config(self) -> None:
         """Re-read config.toml and apply it without a restart; a changed ``[embeddings]``
         swaps the embedder (rebuilding the index in the background when the model changed)."""
-        if self.chat_pane.busy:
-            self.notify("reload the config once the answer is done", severity="warning")
+        if self._still_answering("reload the config once the answer is done"):
             return
         self.header.progress = "reloading config…"
         self._reload_config()
@@ -625,15 +836,15 @@ class MainScreen(SessionActions):
     @work(exclusive=True, group="reindex", exit_on_error=False)
     async def _reload_config(self) -> None:
         from tui.app.panels.memory_panels import describe_sync
-        from tui.chat.workbench import IndexOutcome
 
         outcome = await self.workbench.reload_config()
         if isinstance(outcome, IndexOutcome):
-            self._index_synced(outcome)
-            return
+            return  # it failed: the outcome arrives on the stream
         config = outcome.config
         self.config = config
         self.header.model = config.effective_model or ""
+        self.chat_pane.llm_problem = self.workbench.llm_problem
+        self.chat_pane.model = self.workbench.model
         self.header.progress = ""
         note = "config reloaded (keys and theme apply at the next start)"
         if outcome.report is not None:

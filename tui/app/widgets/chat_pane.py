@@ -6,6 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -18,13 +19,19 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Markdown, Static, TextArea
 
+from tui.app.messages import WorkbenchMessage
 from tui.app.widgets.chat_input import ChatInput
-from tui.app.widgets.chat_markdown import ChatMarkdown
-from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
+from tui.app.widgets.chat_message import ChatMessage, notice_part
+from tui.app.widgets.chat_transcript import (
+    describe_turn,
+    draft_size_note,
+    transcript_messages,
+)
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.app.widgets.tool_call_view import ToolCallView
-from tui.chat.chat import ChatEngine, MessageSize
+from tui.chat.chat import MessageSize
+from tui.chat.config import Config
 from tui.chat.events import (
     Compacted,
     CompactionFailed,
@@ -33,18 +40,12 @@ from tui.chat.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    TurnEnded,
     TurnError,
+    TurnOpened,
     Usage,
 )
-from tui.chat.sessions import (
-    Compaction,
-    ErrorRecord,
-    SessionError,
-    ToolCall,
-    Transcript,
-    TurnInjection,
-)
-from tui.chat.sessions import Message as TranscriptMessage
+from tui.chat.sessions import Transcript
 from tui.engine.inject import InjectionReport
 
 #: What an empty chat says (a model is configured): what to do, and where memory shows.
@@ -55,8 +56,6 @@ FIRST_STEPS = (
     "press ctrl+f; MEMORY.md (F5) holds long-term facts and is yours to edit.\n\n"
     "F1 or ? (outside a text field) explains what has focus; ctrl+p lists every command."
 )
-#: Messages of a resumed session rendered at most (older ones are summarised in one line).
-MAX_SHOWN_MESSAGES = 200
 #: A folded part whose picture is stale (another width or theme) comes back as Markdown when
 #: it is within this many view heights of the view.
 UNFOLD_VIEWS = 1.0
@@ -73,101 +72,29 @@ DRAFT_COUNT_DELAY = 0.3
 FOLD_DRAFT_KEY = "ctrl+g"
 
 
-def draft_size_note(lines: int, chars: int, size: MessageSize | None, fold_key: str) -> str:
-    """What the message box's edge says about a long draft: its lines and, once counted, its
-    tokens; first (a narrow box cuts the end) whether it is too long for the model's context."""
-    if size is None:
-        return f"{lines:,} lines · {chars:,} characters"
-    if not size.fits:
-        return f"~{size.tokens:,} tokens: too long · {fold_key} folds · {lines:,} lines"
-    return f"{lines:,} lines · ~{size.tokens:,} tokens"
+class Drafts(Protocol):
+    """What the message box asks of the application core about a draft (blocking calls:
+    the pane makes them in a thread)."""
 
+    def measure_message(self, text: str) -> MessageSize:
+        """``text`` measured against the room the model's context leaves a message."""
 
-def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
-    """The dim line under an answer: ``memory 812/2000 tokens · 3 relevant · 1,204 → 56 tokens``."""
-    parts = []
-    if report is not None:
-        relevant = sum(1 for item in report.included if item.kind == "relevant")
-        parts.append(f"memory {report.tokens_used}/{report.budget} tokens · {relevant} relevant")
-    if usage.get("prompt", 0) or usage.get("completion", 0):
-        parts.append(f"{usage['prompt']:,} → {usage['completion']:,} tokens")
-    return " · ".join(parts)
+    def fit_message(self, text: str) -> str:
+        """``text``, or its head and tail when the model's context cannot hold it."""
 
-
-def transcript_messages(
-    transcript: Transcript, limit: int = MAX_SHOWN_MESSAGES
-) -> tuple[list[ChatMessage], int]:
-    """The transcript as chat widgets (tool calls with their results, errors, compactions),
-    the last ``limit`` of them, and how many earlier ones were left out."""
-    silent_ids = {m.id for m in transcript.messages if m.silent}
-    messages: list[ChatMessage] = []
-    parts: list[Widget] | None = None
-    texts: list[str] = []
-    meta = ""  # the memory line of the answer being collected (from its turn's injection)
-
-    def close_answer() -> None:
-        nonlocal parts, meta
-        if parts is not None:
-            message = ChatMessage("assistant", "".join(texts), parts=parts, meta=meta)
-            messages.append(message)
-        parts = None
-        texts.clear()
-        meta = ""
-
-    def answer_parts() -> list[Widget]:
-        nonlocal parts
-        if parts is None:
-            parts = []
-        return parts
-
-    for item in transcript.timeline:
-        if isinstance(item, TranscriptMessage):
-            if item.silent:
-                continue
-            if item.role == "user":
-                close_answer()
-                messages.append(ChatMessage("user", item.content))
-            elif item.role == "assistant":
-                current = answer_parts()
-                if item.content:
-                    current.append(ChatMarkdown(item.content))
-                    texts.append(item.content)
-                if item.interrupted:
-                    current.append(notice_part("(interrupted)"))
-                elif item.incomplete:
-                    current.append(notice_part("(answer cut short)"))
-        elif isinstance(item, ToolCall):
-            if item.message_id in silent_ids:
-                continue
-            view = ToolCallView(item.id, item.tool, item.input, raw_arguments=item.arguments)
-            result = transcript.tool_results.get(item.id)
-            if result is not None:
-                view.set_result(result.output, result.ok)
-            answer_parts().append(view)
-        elif isinstance(item, TurnInjection):
-            if item.report:
-                meta = describe_turn(InjectionReport.from_json(item.report), {})
-        elif isinstance(item, ErrorRecord):
-            answer_parts().append(error_part(item.kind, item.message))
-        elif isinstance(item, Compaction):
-            dropped = item.dropped_messages if item.dropped_messages is not None else "older"
-            answer_parts().append(
-                notice_part(
-                    f"(compacted: {dropped} earlier messages are now a summary for the model)"
-                )
-            )
-    close_answer()
-    hidden = max(0, len(messages) - limit)
-    return messages[hidden:], hidden
+    def message_room(self) -> int:
+        """Estimated tokens one message may take."""
 
 
 class ChatPane(Vertical):
     """The conversation of the open session and the message box.
 
-    :attr:`session_id` is bound to the screen's open session; the screen renders a session's
-    transcript with :meth:`show_transcript`. Sending with no session open asks the screen for
-    one (:class:`SessionNeeded`); otherwise it runs ``ChatEngine.run_turn`` in one async worker
-    and renders its events as they arrive. The log follows new output only while it is
+    The screen sets :attr:`session_id` (the open session), :attr:`llm_problem` and
+    :attr:`model`, and renders a session's transcript with :meth:`show_transcript`. Sending
+    asks the screen to run the turn (:class:`SendRequested`), Escape to stop it
+    (:class:`StopRequested`); the turn's events come back as
+    :class:`~tui.app.messages.WorkbenchMessage`, between ``TurnOpened`` and ``TurnEnded``, and
+    are rendered as they arrive. The log follows new output only while it is
     scrolled to the bottom: once the conversation overflows the view it is anchored (Textual's
     ``anchor``), scrolling up releases the anchor and scrolling back down restores it. Short
     conversations stay at the top (an anchored view would push them to the bottom).
@@ -185,10 +112,14 @@ memory tools (shown inline; **Enter** on one expands it).
 """
 
     @dataclass
-    class SessionNeeded(Message):
-        """The user sent ``text`` with no session open: open a new one, then :meth:`send` it."""
+    class SendRequested(Message):
+        """The user sent ``text``: run it as a turn of the open session (a new session when
+        none is open)."""
 
         text: str
+
+    class StopRequested(Message):
+        """The user asked to stop the running turn."""
 
     @dataclass
     class TurnFinished(Message):
@@ -245,34 +176,52 @@ memory tools (shown inline; **Enter** on one expands it).
 
     #: True while a turn is running.
     busy: reactive[bool] = reactive(False)
-    #: The open session (bound to the screen's); None when none is open.
+    #: The open session (set by the screen); None when none is open.
     session_id: reactive[str | None] = reactive(None, init=False)
+    #: Why chat does not work (no model configured), or None.
+    llm_problem: reactive[str | None] = reactive(None, init=False)
+    #: The chat model's name, shown on the status line.
+    model: reactive[str] = reactive("", init=False)
 
     def __init__(
         self,
-        engine: ChatEngine,
+        drafts: Drafts,
         *,
+        llm_problem: str | None,
+        model: str,
+        config: Config,
         config_file: Path,
         id: str | None = None,
     ) -> None:
+        """``drafts`` measures and folds drafts; ``config`` and ``config_file`` are what the
+        setup explainer shows (no model configured) and where the fold key comes from."""
         super().__init__(id=id)
-        self.engine = engine
+        self.drafts = drafts
+        self.set_reactive(ChatPane.llm_problem, llm_problem)
+        self.set_reactive(ChatPane.model, model)
+        self._config = config
         self.config_file = config_file
+        #: The key that folds a draft to its head and tail.
+        self.fold_key = str(config.keymap.get("chat_pane.fold_draft", FOLD_DRAFT_KEY))
         #: The last message the user sent in this session.
         self.last_user_text: str | None = None
         #: Turns ended so far (answered, failed or stopped).
         self.turns_finished = 0
+        # The turn being rendered: its answer, memory report and token usage.
+        self._answer: ChatMessage | None = None
+        self._report: InjectionReport | None = None
+        self._usage: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="chat-log"):
-            if self.engine.llm_problem:
-                yield SetupExplainer(self.engine.config, self.config_file, id="setup-explainer")
+            if self.llm_problem:
+                yield SetupExplainer(self._config, self.config_file, id="setup-explainer")
             else:
                 yield Static(FIRST_STEPS, id="chat-empty", markup=False)
         yield Static("", id="chat-status")
         placeholder = (
             "no model: type to see what memory it would inject"
-            if self.engine.llm_problem
+            if self.llm_problem
             else "message… (Enter sends, ctrl+j new line, ↑ history)"
         )
         yield ChatInput(placeholder=placeholder, id="chat-input")
@@ -373,6 +322,28 @@ memory tools (shown inline; **Enter** on one expands it).
         return self.query_one("#chat-input", ChatInput)
 
     @property
+    def draft(self) -> str:
+        """What the message box holds, stripped."""
+        return self.chat_input.value.strip()
+
+    @property
+    def input_has_focus(self) -> bool:
+        """True when the message box has the focus."""
+        return self.is_input(self.screen.focused)
+
+    def is_input(self, widget: Widget | None) -> bool:
+        """True when ``widget`` is the message box."""
+        return widget is self.chat_input
+
+    def focus_input(self) -> None:
+        """Put the focus in the message box."""
+        self.chat_input.focus()
+
+    def type_into_input(self, text: str) -> None:
+        """Insert ``text`` at the message box's cursor (keys typed elsewhere)."""
+        self.chat_input.insert_text_at_cursor(text)
+
+    @property
     def messages(self) -> list[ChatMessage]:
         """The messages shown, oldest first (children of the log: no walk through their
         Markdown blocks)."""
@@ -415,11 +386,6 @@ memory tools (shown inline; **Enter** on one expands it).
 
     # -- a long draft --
 
-    @property
-    def fold_key(self) -> str:
-        """The key that folds a draft to its head and tail."""
-        return str(self.engine.config.keymap.get("chat_pane.fold_draft", FOLD_DRAFT_KEY))
-
     @on(TextArea.Changed, "#chat-input")
     def _draft_changed(self) -> None:
         box = self.chat_input
@@ -436,7 +402,7 @@ memory tools (shown inline; **Enter** on one expands it).
         await asyncio.sleep(DRAFT_COUNT_DELAY)  # a keystroke meanwhile cancels this count
         box = self.chat_input
         text = box.text
-        size = await asyncio.to_thread(self.engine.measure_message, text)
+        size = await asyncio.to_thread(self.drafts.measure_message, text)
         if box.text == text:
             box.size_note = draft_size_note(
                 box.document.line_count, len(text), size, self.fold_key
@@ -451,7 +417,7 @@ memory tools (shown inline; **Enter** on one expands it).
 
     @work(group="fold_draft", exclusive=True, exit_on_error=False)
     async def _fold_draft(self, text: str) -> None:
-        folded = await asyncio.to_thread(self.engine.fit_message, text)
+        folded = await asyncio.to_thread(self.drafts.fit_message, text)
         box = self.chat_input
         if folded == text:
             self.notify("the message fits the model's context: nothing to leave out")
@@ -467,14 +433,13 @@ memory tools (shown inline; **Enter** on one expands it).
         text = event.value.strip()
         if not text:
             return
-        problem = self.engine.llm_problem
+        problem = self.llm_problem
         if problem:
             self.notify(problem, title="no model configured", severity="warning", timeout=8)
             return
-        if self.busy:
-            self.notify("still answering — Escape stops it", severity="warning")
+        if self._still_answering():
             return
-        if len(text) > self.engine.message_room():  # else it fits: a word-piece is a character or more
+        if len(text) > self.drafts.message_room():  # else it fits: a word-piece is a character or more
             self._send_if_it_fits(text)
             return
         self._send_draft(text)
@@ -488,7 +453,7 @@ memory tools (shown inline; **Enter** on one expands it).
     async def _send_if_it_fits(self, text: str) -> None:
         """Send a long draft if the model's context holds it; else say why, and keep it in the
         box (nothing is sent or stored)."""
-        size = await asyncio.to_thread(self.engine.measure_message, text)
+        size = await asyncio.to_thread(self.drafts.measure_message, text)
         if not size.fits:
             suggestion = f"shorten it, or press {self.fold_key} to keep its head and tail"
             self.notify(
@@ -499,31 +464,35 @@ memory tools (shown inline; **Enter** on one expands it).
                 markup=False,
             )
             return
+        if not self._still_answering() and self.chat_input.text.strip() == text:
+            self._send_draft(text)  # (else it was edited meanwhile: not sent)
+
+    def _still_answering(self) -> bool:
         if self.busy:
             self.notify("still answering — Escape stops it", severity="warning")
-        elif self.chat_input.text.strip() == text:  # else it was edited meanwhile: not sent
-            self._send_draft(text)
+        return self.busy
 
     def send(self, text: str) -> None:
-        """Send ``text`` as the user's next message in the open session; with none open, ask
-        the screen for a new one (:class:`SessionNeeded`), which sends it there."""
-        if self.session_id is None:
-            self.post_message(self.SessionNeeded(text))
-            return
+        """Send ``text`` as the user's next message (:class:`SendRequested`): busy until the
+        turn's end is rendered."""
         self.busy = True
         self.last_user_text = text
-        self._run_turn(text)
+        self.post_message(self.SendRequested(text))
 
     def action_stop(self) -> None:
         """Stop the running turn (what was streamed stays; the transcript keeps the message)."""
-        for worker in self.workers:
-            if worker.group == "turn" and worker.is_running:
-                worker.cancel()
+        if self.busy:
+            self.post_message(self.StopRequested())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":
             return self.busy
         return True
+
+    def watch_model(self) -> None:
+        self._show_status()
+
+    watch_llm_problem = watch_model
 
     def watch_busy(self) -> None:
         self._show_status()
@@ -538,10 +507,10 @@ memory tools (shown inline; **Enter** on one expands it).
             return
         if self.busy:
             status.update(Text("answering… (Escape stops)", style="italic"))
-        elif self.engine.llm_problem:
+        elif self.llm_problem:
             status.update(Text("memory only: no model configured", style="italic"))
         else:
-            status.update(Text(self.engine.llm.model or "", style="dim"))
+            status.update(Text(self.model, style="dim"))
 
     def _show_first_steps(self, show: bool) -> None:
         for hint in self.query("#chat-empty"):
@@ -553,71 +522,73 @@ memory tools (shown inline; **Enter** on one expands it).
         await self.log_view.mount(widget)
         self.call_after_refresh(self.follow_output)
 
-    @work(group="turn", exclusive=True, exit_on_error=False)
-    async def _run_turn(self, text: str) -> None:
-        """One turn: the engine's events, rendered as they arrive (an async worker on the UI
-        loop; the engine runs its blocking parts in threads)."""
-        session_id = self.session_id
-        assert session_id is not None
-        assistant: ChatMessage | None = None
-        report: InjectionReport | None = None
-        usage = {"prompt": 0, "completion": 0}
+    # -- the turn, as the workbench publishes it --
+
+    @on(WorkbenchMessage)
+    async def _turn_event(self, message: WorkbenchMessage) -> None:
+        event = message.event
+        if isinstance(event, TurnOpened):
+            await self._open_turn(event.text)
+        elif isinstance(event, TurnEnded):
+            await self._end_turn(event)
+        elif self._answer is not None:
+            await self._show_event(self._answer, event)
+
+    async def _open_turn(self, text: str) -> None:
+        """The user's message and an empty answer (sending follows the output again)."""
+        self._report, self._usage = None, {"prompt": 0, "completion": 0}
         if self.log_view.is_anchored:
-            self.log_view.scroll_end(animate=False, immediate=True)  # sending follows again
+            self.log_view.scroll_end(animate=False, immediate=True)
+        await self._add(ChatMessage("user", text))
+        answer = ChatMessage("assistant")
+        await self._add(answer)
+        self._answer = answer
+
+    async def _show_event(self, answer: ChatMessage, event: object) -> None:
+        if isinstance(event, TextDelta):
+            await answer.append_text(event.text)
+            self.follow_output()
+        elif isinstance(event, InjectionBuilt):
+            self._report = event.report
+        elif isinstance(event, ToolCallStarted):
+            await answer.add_tool_call(
+                event.call_id,
+                event.name,
+                event.arguments,
+                raw_arguments=event.raw_arguments,
+                silent=event.silent,
+            )
+        elif isinstance(event, ToolCallFinished):
+            answer.finish_tool_call(event.call_id, event.result, event.ok)
+        elif isinstance(event, Usage):
+            self._usage["prompt"] += event.prompt_tokens
+            self._usage["completion"] += event.completion_tokens
+        elif isinstance(event, TurnError):
+            await answer.add_error(event.kind, event.message)
+        elif isinstance(event, CompactionStarted):
+            await answer.add_notice(
+                f"(compacting: ~{event.estimated_tokens:,} of {event.limit:,} tokens)"
+            )
+        elif isinstance(event, Compacted):
+            await answer.add_notice(
+                f"(compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens)"
+            )
+        elif isinstance(event, CompactionFailed):
+            await answer.add_notice(f"(compaction skipped: {event.message})")
+
+    async def _end_turn(self, event: TurnEnded) -> None:
+        answer, self._answer = self._answer, None
         try:
-            await self._add(ChatMessage("user", text))
-            assistant = ChatMessage("assistant")
-            await self._add(assistant)
-            async for event in self.engine.run_turn(session_id, text):
-                if isinstance(event, TextDelta):
-                    await assistant.append_text(event.text)
-                    self.follow_output()
-                elif isinstance(event, InjectionBuilt):
-                    report = event.report
-                elif isinstance(event, ToolCallStarted):
-                    await assistant.add_tool_call(
-                        event.call_id,
-                        event.name,
-                        event.arguments,
-                        raw_arguments=event.raw_arguments,
-                        silent=event.silent,
-                    )
-                elif isinstance(event, ToolCallFinished):
-                    assistant.finish_tool_call(event.call_id, event.result, event.ok)
-                elif isinstance(event, Usage):
-                    usage["prompt"] += event.prompt_tokens
-                    usage["completion"] += event.completion_tokens
-                elif isinstance(event, TurnError):
-                    await assistant.add_error(event.kind, event.message)
-                elif isinstance(event, CompactionStarted):
-                    await assistant.add_notice(
-                        f"(compacting: ~{event.estimated_tokens:,} of {event.limit:,} tokens)"
-                    )
-                elif isinstance(event, Compacted):
-                    await assistant.add_notice(
-                        f"(compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens)"
-                    )
-                elif isinstance(event, CompactionFailed):
-                    await assistant.add_notice(f"(compaction skipped: {event.message})")
-            assistant.set_meta(describe_turn(report, usage))
-        except asyncio.CancelledError:
-            if assistant is not None:
-                await assistant.add_notice("(stopped)")
-            raise
-        except SessionError as exc:
-            if assistant is not None:
-                await assistant.add_error("session", str(exc))
-        except Exception as exc:  # a bug: show it where the answer would be, keep the app alive
-            if assistant is not None:
-                await assistant.add_error("internal", f"{type(exc).__name__}: {exc}")
-            else:
-                self.notify(f"{type(exc).__name__}: {exc}", title="chat", severity="error")
+            if answer is not None:
+                if event.ending == "completed":
+                    answer.set_meta(describe_turn(self._report, self._usage))
+                elif event.ending == "stopped":
+                    await answer.add_notice("(stopped)")
+                await answer.finish()
         finally:
-            if assistant is not None:
-                await assistant.finish()
             self.busy = False
             self.turns_finished += 1
-            self.post_message(self.TurnFinished(session_id, text))
+            self.post_message(self.TurnFinished(event.session_id, event.text))
 
     @property
     def tool_calls(self) -> list[ToolCallView]:
