@@ -73,8 +73,6 @@ from urllib.parse import urlsplit
 import tomlkit
 import tomlkit.exceptions
 from pydantic import ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
 
 from ..engine.fileio import atomic_write_text, lock_for
 from ..engine.redaction import display_url
@@ -98,6 +96,9 @@ from .config_sections import (
 )
 
 if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+    from pydantic_core import ErrorDetails
+
     from ..engine.embeddings import Embedder
     from ..engine.engine import MemoryEngine
     from ..engine.remote_embeddings import RemoteEmbedder
