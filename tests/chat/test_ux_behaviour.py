@@ -7,11 +7,9 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.chat_support import make_config, make_engine
 from support.fakeopenai import FakeOpenAI
 
 from tui import __version__
@@ -68,19 +66,6 @@ def test_the_score_formula_follows_the_options_and_is_the_readme_s() -> None:
 
 
 # -- 8: a turn's injection is recorded with it and survives a restart --
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
-    chat = make_engine(tmp_path, make_config(tmp_path, server))
-    yield chat
-    chat.close()
 
 
 async def test_a_turn_records_what_it_injected(engine: ChatEngine, server: FakeOpenAI) -> None:

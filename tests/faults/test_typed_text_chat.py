@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.fakeopenai import FakeOpenAI
-from support.pilot import app_ready, small_app, wait_until
+from support.pilot import app_ready, paste, sent_message, small_app, wait_until
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -31,29 +31,13 @@ TRACE = """Traceback (most recent call last):
 ValueError: boom"""
 
 
-async def sent_message(pilot: Pilot, server: FakeOpenAI) -> str | None:
-    app = pilot.app
-    assert isinstance(app, MemdeckApp)
-    pane = app.main_screen.chat_pane
-    await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn to finish")
-    return server.chat_requests[-1].last_user_message
-
-
 async def test_a_pasted_two_line_text_is_sent_whole(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     server.enqueue(FakeOpenAI.text("Got both lines."))
     app = small_app(engine, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await app_ready(pilot)
-        box = app.main_screen.chat_pane.chat_input
-        box.focus()
-        app.post_message(
-            events.Paste(  # as the driver delivers a bracketed paste
-                "line one\nline two"
-            )
-        )
-        await pilot.pause()
+        box = await paste(pilot, "line one\nline two")  # as the driver delivers a bracketed paste
         assert box.value == "line one\nline two"
         await pilot.press("enter")
         assert await sent_message(pilot, server) == "line one\nline two"

@@ -8,24 +8,15 @@ process in a pseudo-terminal for what reaches the terminal, and the real CLI.
 from __future__ import annotations
 
 import ast
-import contextlib
-import fcntl
 import json
-import os
-import pty
 import re
-import select
-import struct
-import subprocess
-import sys
-import termios
-import time
 from pathlib import Path
 
 from rich.segment import Segment
 from support.chat_support import memdeck_env, run_memdeck
 from support.fakeopenai import FakeOpenAI
 from support.pilot import app_ready, send, small_app, text_of, wait_until
+from support.pty_app import PtyApp, strip_escapes
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -271,63 +262,25 @@ async def test_no_view_emits_a_control_character_from_memory(
 
 # -- A.2: what reaches a real terminal ----------------------------------------------------
 
-_ANSI = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[PX^_].*?\x1b\\|\x1b.")
-
 
 def run_in_a_pty(root: Path, env: dict[str, str], keys: list[tuple[bytes, bytes]]) -> bytes:
     """``memdeck --workspace root`` in a 140x40 pseudo-terminal: once it is up, send each key
     and wait for its marker on screen, then ctrl+q twice; return every byte it wrote."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui", "--workspace", str(root)],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**env, "TERM": "xterm-256color"},
-        cwd=ROOT,
-        start_new_session=True,
-    )
-    os.close(slave)
-    seen = b""
-
-    def read_until(marker: bytes, timeout: float) -> bool:
-        nonlocal seen
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if select.select([master], [], [], 0.05)[0]:
-                try:
-                    data = os.read(master, 65536)
-                except OSError:
-                    return False
-                if not data:
-                    return False
-                seen += data
-                if marker in _ANSI.sub(b"", seen):
-                    return True
-        return False
-
-    try:
-        assert read_until(b"Inject", 60), _ANSI.sub(b"", seen)[-2000:]
+    with PtyApp(root, {**env, "TERM": "xterm-256color"}) as app:
+        app.expect(b"Inject", 60)
         for key, marker in keys:
             for _ in range(3):  # a key sent while the app was still busy is sent again
-                os.write(master, key)
-                if read_until(marker, 15):
+                app.send(key)
+                if app.read_until(marker, 15):
                     break
             else:
-                raise AssertionError(_ANSI.sub(b"", seen)[-3000:])
-        os.write(master, b"\x11")
-        read_until(b"\x00never", 3)
-        if process.poll() is None:
-            os.write(master, b"\x11")
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        with contextlib.suppress(OSError):
-            os.close(master)
-    return seen
+                raise AssertionError(app.text[-3000:])
+        app.send(b"\x11")
+        app.read_until(b"\x00never", 3)
+        if app.process.poll() is None:
+            app.send(b"\x11")
+        app.process.wait(timeout=30)
+    return app.raw
 
 
 def test_a_real_terminal_gets_no_escape_sequence_from_memory_or_a_client(tmp_path: Path) -> None:
@@ -348,7 +301,7 @@ def test_a_real_terminal_gets_no_escape_sequence_from_memory_or_a_client(tmp_pat
     assert b"\x1b[5m" not in seen
     assert b"\xc2\x9b" not in seen  # the lone C1 CSI, as UTF-8
     assert b"MarkupError" not in seen
-    shown = _ANSI.sub(b"", seen)
+    shown = strip_escapes(seen)
     assert "␛]2;PWNED␇".encode() in shown
     assert "␛]52;c;cHduZWQ=␇".encode() in shown
     assert b"[@click=app.quit] evil" in shown and b"[/]" in shown

@@ -11,9 +11,6 @@ and model.
 from __future__ import annotations
 
 import json
-import queue
-import subprocess
-import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.chat_support import memdeck_env, run_memdeck
-from support.mcp_support import server_parameters
+from support.mcp_support import RawClient
 
 from tui.chat.activity import ActivityLog, ActivityRecord, retired_by
 from tui.engine.engine import MemoryEngine
@@ -39,100 +36,6 @@ FACTS = [
     "The user is vegetarian",
 ]
 MEMORY = "# Long-term Memory\n\n" + "".join(f"- {fact}\n" for fact in FACTS)
-#: Only a safety net against a hung server (nothing is timed): the first call loads the model.
-SAFETY_SECONDS = 240
-
-
-class RawClient:
-    """A ``memdeck mcp`` process and the lines it answered, read by a thread."""
-
-    def __init__(self, workspace: Path, tmp_path: Path, **env: str) -> None:
-        params = server_parameters(workspace, tmp_path)
-        self.stderr_path = tmp_path / f"stderr-{id(self)}.txt"
-        self._stderr = self.stderr_path.open("wb")
-        self.process = subprocess.Popen(
-            [params.command, *params.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env={**(params.env or {}), **env},
-            cwd=params.cwd,
-        )
-        self._lines: queue.Queue[bytes] = queue.Queue()
-        self.answers: dict[Any, dict[str, Any]] = {}
-        self.unmatched: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line)
-        self._lines.put(b"")
-
-    def send_line(self, line: str | bytes) -> None:
-        assert self.process.stdin is not None
-        data = line.encode("utf-8") if isinstance(line, str) else line
-        self.process.stdin.write(data + b"\n")
-        self.process.stdin.flush()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.send_line(json.dumps(message))
-
-    def answer(self, request_id: Any) -> dict[str, Any]:
-        """The answer with ``request_id`` (null: the next answer without an id)."""
-        while True:
-            for index, message in enumerate(self.unmatched):
-                if message.get("id", "absent") == request_id:
-                    return self.unmatched.pop(index)
-            line = self._lines.get(timeout=SAFETY_SECONDS)
-            assert line, f"the server ended: {self.stderr_path.read_text(errors='replace')}"
-            message = json.loads(line)
-            if "id" in message:  # notifications (log messages) are not answers
-                self.unmatched.append(message)
-
-    def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> dict:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return self.answer(request_id)
-
-    def initialize(self, name: str = "raw-agent") -> None:
-        answer = self.request(
-            "init",
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": name, "version": "1"},
-            },
-        )
-        assert "result" in answer, answer
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def call(self, request_id: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return self.request(request_id, "tools/call", {"name": tool, "arguments": arguments})
-
-    def cancel(self, request_id: Any) -> None:
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": request_id, "reason": "changed my mind"},
-            }
-        )
-
-    def close(self) -> int:
-        """Close stdin (the client leaves) and wait for the exit code."""
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        code = self.process.wait(timeout=SAFETY_SECONDS)
-        self._stderr.close()
-        return code
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
 
 
 @pytest.fixture
@@ -145,13 +48,8 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(workspace: Path, tmp_path: Path) -> Iterator[RawClient]:
-    raw = RawClient(workspace, tmp_path)
-    try:
+    with RawClient(workspace, tmp_path) as raw:
         yield raw
-    finally:
-        if raw.process.poll() is None:
-            raw.process.kill()
-            raw.process.wait()
 
 
 def error_code(answer: dict[str, Any]) -> int:
@@ -234,14 +132,7 @@ def test_a_cancelled_read_leaves_the_server_serving(client: RawClient) -> None:
     client.initialize()
     # The first search loads the model in a worker thread, which a cancel cannot stop: the
     # SDK answered "cancelled", then answered again when the thread returned, and died.
-    client.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "memory_search", "arguments": {"query": "bees"}},
-        }
-    )
+    client.start_call(1, "memory_search", {"query": "bees"})
     client.cancel(1)
     ping = client.request(2, "ping")
     after = client.call(3, "memory_search", {"query": "cello"})
@@ -258,14 +149,7 @@ def test_a_forget_under_way_when_cancelled_is_finished_and_answered(
     client.call(0, "memory_search", {"query": "warm up"})  # the engine and model are open
     budget_lock = lock_for(workspace / STATE_DIR / RETIRE_BUDGET_LOCK)
     with budget_lock:  # the forget starts, then waits here for the retire budget
-        client.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "forget_memory", "arguments": {"query": FACTS[0]}},
-            }
-        )
+        client.start_call(1, "forget_memory", {"query": FACTS[0]})
         assert client.request(2, "ping")["result"] == {}  # the forget's handler ran first
         client.cancel(1)
         assert client.request(3, "ping")["result"] == {}  # the cancel has been read
@@ -288,14 +172,7 @@ def test_a_forget_cancelled_before_it_starts_does_not_happen(
     budget_lock = lock_for(workspace / STATE_DIR / RETIRE_BUDGET_LOCK)
     with budget_lock:
         for request_id, fact in ((1, FACTS[0]), (2, FACTS[1])):  # 2 waits behind 1
-            client.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "method": "tools/call",
-                    "params": {"name": "forget_memory", "arguments": {"query": fact}},
-                }
-            )
+            client.start_call(request_id, "forget_memory", {"query": fact})
         assert client.request(3, "ping")["result"] == {}
         client.cancel(2)
         assert client.request(4, "ping")["result"] == {}

@@ -19,13 +19,11 @@ from subprocess import CompletedProcess
 
 from support.chat_support import ROOT, make_config, make_engine, memdeck_env
 from support.fakeopenai import FakeOpenAI
-from support.pilot import app_ready, small_app, wait_until
-from textual import events
-from textual.pilot import Pilot
+from support.pilot import paste, sent_message, small_app, wait_until
 
 from tui.app.app import MemdeckApp
-from tui.app.widgets.chat_input import ChatInput
-from tui.chat.chat import FOLD_MARKER, ChatEngine
+from tui.chat.chat import ChatEngine
+from tui.chat.context_window import FOLD_MARKER
 from tui.chat.events import CompactionStarted, TurnDone, TurnError
 from tui.engine.embeddings import count_tokens
 
@@ -138,16 +136,6 @@ def test_a_folded_message_keeps_its_head_and_tail_and_says_what_was_left_out(
 SIZE = (120, 36)
 
 
-async def paste(pilot: Pilot, text: str) -> ChatInput:
-    """Focus the message box and paste ``text`` into it as the terminal delivers a paste."""
-    app = await app_ready(pilot)
-    box = app.main_screen.chat_pane.chat_input
-    box.focus()
-    app.post_message(events.Paste(text))
-    await wait_until(pilot, lambda: box.text == text, "the paste")
-    return box
-
-
 def notes(app: MemdeckApp) -> list[str]:
     """The notifications shown so far."""
     return [str(n.message) for n in app._notifications]
@@ -194,9 +182,7 @@ async def test_ctrl_g_folds_a_long_paste_to_its_head_and_tail_which_is_then_sent
         await pilot.press("ctrl+g")
         await wait_until(pilot, lambda: FOLD_NOTE in box.text, "the fold")
         await pilot.press("enter")
-        pane = app.main_screen.chat_pane
-        await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn")
-        assert server.chat_requests[-1].last_user_message == folded.strip()
+        assert await sent_message(pilot, server) == folded.strip()
         assert box.text == ""
 
 
@@ -212,9 +198,7 @@ async def test_a_long_paste_that_fits_shows_its_size_and_is_sent_whole(
         assert box.size_note == f"301 lines · ~{count_tokens(text):,} tokens"
         assert box.border_subtitle  # shown on the box's edge
         await pilot.press("enter")
-        pane = app.main_screen.chat_pane
-        await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn")
-        assert server.chat_requests[-1].last_user_message == text
+        assert await sent_message(pilot, server) == text
         assert box.size_note == "" and not box.border_subtitle
 
 

@@ -14,20 +14,17 @@ the loopback fake LLM server.
 from __future__ import annotations
 
 import json
-import os
 import re
-import select
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.chat_support import ROOT, make_config, make_engine, memdeck_env
 from support.fakeopenai import FakeOpenAI
-from support.mcp_support import connected, server_parameters
+from support.mcp_support import RawClient, connected
 
 from tui.chat.chat import ChatEngine
 from tui.chat.consolidation.planner import plan_proposal
@@ -62,13 +59,8 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
+    """A chat engine over MEMORY.md (the fake server is the fault tests' ``server``)."""
     chat = make_engine(tmp_path, make_config(tmp_path, server))
     chat.memory.workspace.memory_file.write_text(MEMORY, encoding="utf-8")
     yield chat
@@ -262,95 +254,22 @@ def test_an_opener_that_never_closed_before_the_real_comment_is_text() -> None:
 # -- item 15: the same fact from two servers at once is written once --------------------------
 
 
-class RawServer:
-    """A ``memdeck mcp`` process spoken to in raw JSON-RPC lines."""
-
-    def __init__(self, workspace: Path, tmp_path: Path, name: str) -> None:
-        params = server_parameters(workspace, tmp_path)
-        self.process = subprocess.Popen(
-            [params.command, *params.args],
-            env=params.env,
-            cwd=params.cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=(tmp_path / f"{name}-stderr.txt").open("w"),
-        )
-        self._buffer = b""
-        self._next_id = 1
-        reply = self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": name, "version": "1"},
-            },
-        )
-        assert "result" in reply, reply
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def call(self, name: str, arguments: dict[str, Any]) -> int:
-        """Send a ``tools/call`` without waiting; returns its id."""
-        self._next_id += 1
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": self._next_id,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": arguments},
-            }
-        )
-        return self._next_id
-
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
-        return self.reply(self._next_id)
-
-    def reply(self, request_id: int) -> dict[str, Any]:
-        """The response to ``request_id`` (notifications in between are skipped)."""
-        assert self.process.stdout is not None
-        fd = self.process.stdout.fileno()
-        while True:
-            while b"\n" in self._buffer:
-                line, self._buffer = self._buffer.split(b"\n", 1)
-                message = json.loads(line)
-                if message.get("id") == request_id:
-                    return message
-            ready, _, _ = select.select([fd], [], [], 120)  # a hang guard, not a timing check
-            assert ready, "memdeck mcp did not answer"
-            chunk = os.read(fd, 65536)
-            assert chunk, "memdeck mcp exited"
-            self._buffer += chunk
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
 def test_the_same_fact_saved_by_two_servers_at_once_is_written_once(
     workspace: Path, tmp_path: Path
 ) -> None:
-    servers = [RawServer(workspace, tmp_path, f"agent-{n}") for n in (1, 2)]
-    try:
+    with RawClient(workspace, tmp_path) as one, RawClient(workspace, tmp_path) as two:
+        servers = [one, two]
         # Both servers have opened the engine before the race starts.
-        for server in servers:
-            warm = server.reply(server.call("save_memory", {"content": f"Warm-up {server}"}))
+        for n, server in enumerate(servers, 1):
+            server.initialize(f"agent-{n}")
+            warm = server.call(1, "save_memory", {"content": f"Warm-up {n}"})
             assert warm["result"]["isError"] is False
         for round_number in range(8):
             fact = f"The release train for round {round_number} leaves on Thursday"
-            ids = [server.call("save_memory", {"content": fact}) for server in servers]
-            replies = [
-                server.reply(request_id) for server, request_id in zip(servers, ids, strict=True)
-            ]
+            request_id = round_number + 2
+            for server in servers:  # both sent before either answer is read
+                server.start_call(request_id, "save_memory", {"content": fact})
+            replies = [server.answer(request_id) for server in servers]
             contents = [reply["result"]["structuredContent"] for reply in replies]
             copies = [t for t in active_texts(workspace / "MEMORY.md") if t == fact]
             assert len(copies) == 1, (round_number, contents)
@@ -358,7 +277,6 @@ def test_the_same_fact_saved_by_two_servers_at_once_is_written_once(
             remembered = next(c for c in contents if not c["saved"])
             assert remembered["message"] == "Already remembered."
             assert remembered["id"] == next(c for c in contents if c["saved"])["id"]
-    finally:
         for server in servers:
             server.close()
     assert (workspace / "MEMORY.md").read_text(encoding="utf-8").startswith(MEMORY)

@@ -15,12 +15,14 @@ from rich.console import Console
 from support.chat_support import make_config
 from support.fakeopenai import FakeOpenAI
 from support.workspaces import write_workspace
+from textual import events
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.app.app import MemdeckApp
+from tui.app.widgets.chat_input import ChatInput
 from tui.chat.chat import ChatEngine
 from tui.chat.config import Config
 from tui.chat.sessions import SessionStore
@@ -128,6 +130,25 @@ async def app_ready(pilot: Pilot) -> MemdeckApp:
     assert isinstance(app, MemdeckApp)
     await wait_until(pilot, lambda: app.main_screen.header.chunks is not None, "the index")
     return app
+
+
+async def paste(pilot: Pilot, text: str) -> ChatInput:
+    """Focus the message box and paste ``text`` into it as the terminal delivers a paste."""
+    app = await app_ready(pilot)
+    box = app.main_screen.chat_pane.chat_input
+    box.focus()
+    app.post_message(events.Paste(text))
+    await wait_until(pilot, lambda: box.text == text, "the paste")
+    return box
+
+
+async def sent_message(pilot: Pilot, server: FakeOpenAI) -> str | None:
+    """The user message of the model request once the app's first turn has finished."""
+    app = pilot.app
+    assert isinstance(app, MemdeckApp)
+    pane = app.main_screen.chat_pane
+    await wait_until(pilot, lambda: pane.turns_finished > 0, "the turn to finish")
+    return server.chat_requests[-1].last_user_message
 
 
 # -- the whole app over the deck workspace (tests/app) ---------------------------------------

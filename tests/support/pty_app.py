@@ -18,7 +18,75 @@ from pathlib import Path
 
 from support.chat_support import ROOT
 
-_ANSI = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[PX^_].*?\x1b\\|\x1b.")
+#: A terminal escape sequence (CSI, OSC, DCS/SOS/PM/APC, or any other ESC pair).
+ANSI = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[PX^_].*?\x1b\\|\x1b.")
+
+
+def strip_escapes(data: bytes) -> bytes:
+    """``data`` without its terminal escape sequences: the text a screen showed."""
+    return ANSI.sub(b"", data)
+
+
+class PtyApp:
+    """``python -m tui --workspace ROOT`` in a pseudo-terminal of ``size`` (columns, rows), for
+    a ``with`` block: at its end a process still running is killed and the terminal closed.
+
+    ``raw`` is every byte the terminal got so far, ``text`` the same without escapes."""
+
+    def __init__(self, root: Path, env: dict[str, str], size: tuple[int, int] = (140, 40)) -> None:
+        columns, rows = size
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tui", "--workspace", str(root)],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.raw = b""
+
+    def __enter__(self) -> PtyApp:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        with contextlib.suppress(OSError):
+            os.close(self.master)
+
+    @property
+    def text(self) -> bytes:
+        return strip_escapes(self.raw)
+
+    def read_until(self, marker: bytes, timeout: float) -> bool:
+        """Read what the app writes until ``marker`` is in :attr:`text`; False after
+        ``timeout`` seconds or once the terminal is closed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if select.select([self.master], [], [], 0.05)[0]:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:
+                    return False
+                if not data:
+                    return False
+                self.raw += data
+                if marker in self.text:
+                    return True
+        return False
+
+    def expect(self, marker: bytes, timeout: float, shown: int = 2000) -> None:
+        """:meth:`read_until` ``marker``, or fail with the last ``shown`` bytes of the screen."""
+        assert self.read_until(marker, timeout), self.text[-shown:]
+
+    def send(self, data: bytes) -> None:
+        """Type ``data`` (keys, as a terminal sends them)."""
+        os.write(self.master, data)
 
 
 def drive_in_a_pty(
@@ -27,61 +95,26 @@ def drive_in_a_pty(
     """Start ``memdeck`` in a pseudo-terminal, send ``keys`` once the screen is up (each one
     then waiting for its marker on screen, if it has one), wait for ``typed`` to show, then
     SIGTERM it; return what it showed, its last words included (without escapes)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui", "--workspace", str(root)],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        cwd=ROOT,
-        start_new_session=True,
-    )
-    os.close(slave)
-    seen = b""
-
-    def read_until(marker: bytes, timeout: float) -> bool:
-        nonlocal seen
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if select.select([master], [], [], 0.05)[0]:
-                try:
-                    data = os.read(master, 65536)
-                except OSError:
-                    return False
-                if not data:
-                    return False
-                seen += data
-                if marker in _ANSI.sub(b"", seen):
-                    return True
-        return False
-
-    try:
-        assert read_until(b"Inject", 60), _ANSI.sub(b"", seen)[-2000:]
+    with PtyApp(root, env) as app:
+        app.expect(b"Inject", 60)
         time.sleep(1.0)
         for key, marker in keys:
-            os.write(master, key)
+            app.send(key)
             # A key with a marker is sent again if its effect does not show: under a loaded CI
             # machine F5's focus once never reached the editor (its ^s save never showed).
-            for _ in range(2):
-                if marker is None or read_until(marker, 15):
-                    break
-                os.write(master, key)
-            else:
-                assert read_until(marker, 15), _ANSI.sub(b"", seen)[-2000:]
+            if marker is not None:
+                for _ in range(2):
+                    if app.read_until(marker, 15):
+                        break
+                    app.send(key)
+                else:
+                    app.expect(marker, 15)
             time.sleep(0.5)
-        assert read_until(typed, 30), _ANSI.sub(b"", seen)[-2000:]
+        app.expect(typed, 30)
         # The header's "● MEMORY.md unsaved" is checked in-process (a terminal under load may
         # get that line in pieces); here the recovery copy proves the buffer was dirty.
-        read_until(b"unsaved", 5)
-        process.send_signal(signal.SIGTERM)
-        read_until(b"\x00never", 10)
-        process.wait(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        with contextlib.suppress(OSError):
-            os.close(master)
-    return _ANSI.sub(b"", seen)
+        app.read_until(b"unsaved", 5)
+        app.process.send_signal(signal.SIGTERM)
+        app.read_until(b"\x00never", 10)
+        app.process.wait(timeout=20)
+    return app.text
