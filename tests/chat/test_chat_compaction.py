@@ -8,7 +8,8 @@ from pathlib import Path
 from support.chat_support import SummaryResponder, make_config, make_engine
 from support.fakeopenai import FakeOpenAI
 
-from tui.chat.chat import SILENT_FLUSH_PROMPT, SUMMARY_HEADING
+from tui.chat.compaction import SILENT_FLUSH_PROMPT
+from tui.chat.context_window import SUMMARY_HEADING
 from tui.chat.events import (
     Compacted,
     CompactionFailed,

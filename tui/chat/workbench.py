@@ -29,9 +29,10 @@ from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from tui.chat.chat import ChatEngine, MessageSize
+from tui.chat.chat import ChatEngine
 from tui.chat.config import Config, load_config
 from tui.chat.consolidation import ConsolidationError, Proposal
+from tui.chat.context_window import MessageSize
 from tui.chat.events import (
     IndexOutcome,
     IndexReason,

@@ -30,8 +30,8 @@ from tui.app.widgets.chat_transcript import (
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.app.widgets.tool_call_view import ToolCallView
-from tui.chat.chat import MessageSize
 from tui.chat.config import Config
+from tui.chat.context_window import MessageSize
 from tui.chat.events import (
     Compacted,
     CompactionFailed,

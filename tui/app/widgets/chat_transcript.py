@@ -8,7 +8,7 @@ from textual.widget import Widget
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
 from tui.app.widgets.tool_call_view import ToolCallView
-from tui.chat.chat import MessageSize
+from tui.chat.context_window import MessageSize
 from tui.chat.sessions import Compaction, ErrorRecord, ToolCall, Transcript, TurnInjection
 from tui.chat.sessions import Message as TranscriptMessage
 from tui.engine.inject import InjectionReport
