@@ -41,6 +41,7 @@ from .context_window import (
     MessageSize,
     estimate_tokens,
     fold_to_fit,
+    replayed_messages,
     system_prompt,
 )
 from .events import (
@@ -202,48 +203,12 @@ class ChatEngine:
     def context_messages(self, transcript: Transcript) -> list[dict[str, Any]]:
         """The conversation a request replays: messages since the last compaction, tool calls
         with their results, without silent or incomplete messages."""
-        compaction = transcript.last_compaction
-        start_id = compaction.dropped_before if compaction else None
-        started = start_id is None
-        messages: list[dict[str, Any]] = []
         room = self.message_room()
-        for message in transcript.messages:
-            if not started:
-                if message.id != start_id:
-                    continue
-                started = True
-            if not message.is_conversation:
-                continue
-            if message.role == "user":
-                content = self.fit_message(message.content, room)
-                messages.append({"role": "user", "content": content})
-                continue
-            content = self.bounded(message.content)
-            own_calls = transcript.tool_calls_of(message.id)
-            entry: dict[str, Any] = {"role": "assistant", "content": content or None}
-            if own_calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.tool, "arguments": c.arguments or "{}"},
-                    }
-                    for c in own_calls
-                ]
-            elif not message.content:
-                continue
-            messages.append(entry)
-            for call in own_calls:
-                result = transcript.tool_results.get(call.id)
-                output = result.output if result else {"error": "interrupted"}
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.id,
-                        "content": json.dumps(output, ensure_ascii=False),
-                    }
-                )
-        return messages
+        return replayed_messages(
+            transcript,
+            user_text=lambda text: self.fit_message(text, room),
+            answer_text=self.bounded,
+        )
 
     def bounded(self, text: str) -> str:
         """An answer cut to ``max_answer_chars`` with the truncation notice: what a request may

@@ -4,12 +4,16 @@ memory, the token estimate, and the head and tail of a message too long for the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.embeddings import count_tokens, count_tokens_batch
 from ..engine.inject import SUMMARY_TAG, delimited_block
+
+if TYPE_CHECKING:
+    from .transcript import Transcript
 
 SYSTEM_PROMPT = """You are memdeck, a helpful assistant in the user's terminal. You remember \
 the user across conversations.
@@ -93,6 +97,58 @@ def estimate_tokens(
     if tools:
         texts.append(json.dumps(tools))
     return sum(count_tokens_batch(texts)) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+
+
+def replayed_messages(
+    transcript: Transcript,
+    *,
+    user_text: Callable[[str], str],
+    answer_text: Callable[[str], str],
+) -> list[dict[str, Any]]:
+    """The conversation a request replays: messages since the last compaction, tool calls
+    with their results, without silent or incomplete messages; ``user_text`` and
+    ``answer_text`` bound what each message may carry."""
+    compaction = transcript.last_compaction
+    start_id = compaction.dropped_before if compaction else None
+    started = start_id is None
+    messages: list[dict[str, Any]] = []
+    for message in transcript.messages:
+        if not started:
+            if message.id != start_id:
+                continue
+            started = True
+        if not message.is_conversation:
+            continue
+        if message.role == "user":
+            content = user_text(message.content)
+            messages.append({"role": "user", "content": content})
+            continue
+        content = answer_text(message.content)
+        own_calls = transcript.tool_calls_of(message.id)
+        entry: dict[str, Any] = {"role": "assistant", "content": content or None}
+        if own_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.tool, "arguments": c.arguments or "{}"},
+                }
+                for c in own_calls
+            ]
+        elif not message.content:
+            continue
+        messages.append(entry)
+        for call in own_calls:
+            result = transcript.tool_results.get(call.id)
+            output = result.output if result else {"error": "interrupted"}
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": json.dumps(output, ensure_ascii=False),
+                }
+            )
+    return messages
 
 
 def fold_to_fit(text: str, room: int) -> str:
