@@ -1,6 +1,7 @@
 """Shared pytest fixtures."""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from tui.engine.heap import tune_process
 
@@ -14,7 +15,7 @@ import textual.constants  # noqa: E402
 # started as the app quits (the MEMORY.md tab's underline narrowing when its ● goes on save)
 # never finishes once the app has stopped, so the test hung until pytest-timeout. Every App
 # reads this at construction; the environment variable reaches the apps tests start in a pty.
-textual.constants.TEXTUAL_ANIMATIONS = "none"
+textual.constants.TEXTUAL_ANIMATIONS = "none"  # type: ignore[misc]  # Final, read at each App()
 os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 import pytest  # noqa: E402
@@ -22,6 +23,7 @@ from support.chat_support import TOOLS_TODAY  # noqa: E402
 from support.fakeopenai import FakeOpenAI  # noqa: E402
 
 from tui.chat.tools import MemoryTools  # noqa: E402
+from tui.engine.embeddings import Embedder  # noqa: E402
 from tui.engine.engine import MemoryEngine  # noqa: E402
 from tui.engine.workspace import Workspace  # noqa: E402
 
@@ -34,17 +36,15 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture(scope="session")
-def embedder():
+def embedder() -> Embedder:
     """The real embedding model, loaded once per test session."""
-    from tui.engine.embeddings import Embedder
-
     model = Embedder()
     model.load()
     return model
 
 
 @pytest.fixture
-def memory(tmp_path) -> Iterator[MemoryEngine]:
+def memory(tmp_path: Path) -> Iterator[MemoryEngine]:
     """A memory engine over a fresh workspace (BM25 until a test loads the model)."""
     engine = MemoryEngine(Workspace.open(tmp_path / "ws"))
     yield engine
@@ -69,6 +69,7 @@ def _print_asyncio_tasks_before_a_timeout(request: pytest.FixtureRequest) -> Ite
     import asyncio
     import sys
     import threading
+    from types import FrameType
 
     limit = float(request.config.getini("timeout") or 0)
     if limit <= TASK_DUMP_LEAD_S:
@@ -79,7 +80,8 @@ def _print_asyncio_tasks_before_a_timeout(request: pytest.FixtureRequest) -> Ite
         """The loops running in any thread, found on the threads' stacks (the app freezes
         its objects out of ``gc.get_objects``)."""
         loops: list[asyncio.AbstractEventLoop] = []
-        for frame in sys._current_frames().values():
+        for top in sys._current_frames().values():
+            frame: FrameType | None = top
             while frame is not None:
                 candidate = frame.f_locals.get("self")
                 if isinstance(candidate, asyncio.AbstractEventLoop) and candidate not in loops:

@@ -7,17 +7,18 @@ from datetime import date
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tui.engine.chunker import ChunkParams, chunk_markdown, parse_heading
+from tui.engine.chunker import Chunk, ChunkParams, chunk_markdown
 from tui.engine.embeddings import count_tokens_batch
+from tui.engine.markdown import parse_heading
 
 WINDOWS = ChunkParams(units=False)
 
 
-def chunks_of(text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkParams()):
+def chunks_of(text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkParams()) -> list[Chunk]:
     return chunk_markdown(text, path, count_tokens_batch, params)
 
 
-def test_headings_split_sections_and_keep_their_path():
+def test_headings_split_sections_and_keep_their_path() -> None:
     text = "# Memory\n\n## Pets\n- My dog is Max\n\n## Work\n- Uses pytest\n"
     chunks = chunks_of(text, params=WINDOWS)
     assert [c.heading for c in chunks] == ["Memory > Pets", "Memory > Work"]
@@ -26,7 +27,7 @@ def test_headings_split_sections_and_keep_their_path():
     assert chunks[1].embed_text.startswith("Memory\n## Work")
 
 
-def test_every_entry_is_a_unit_with_its_heading_path_as_context():
+def test_every_entry_is_a_unit_with_its_heading_path_as_context() -> None:
     text = (
         "# Memory\n\n## Preferences\n- Uses the fish shell\n"
         "- The user likes the colour blue more than any other colour.\n"
@@ -42,13 +43,13 @@ def test_every_entry_is_a_unit_with_its_heading_path_as_context():
     assert chunks[4].heading == "Memory > Work" and "# not a heading" in chunks[4].text
 
 
-def test_daily_log_units_carry_the_date_heading():
+def test_daily_log_units_carry_the_date_heading() -> None:
     chunks = chunks_of("# 2026-11-20\n\n- Fixed the login bug\n", path="memory/2026-11-20.md")
     assert chunks[0].embed_text == "2026-11-20\n- Fixed the login bug"
     assert chunks[0].date == date(2026, 11, 20)
 
 
-def test_neighbour_context_is_embedded_but_not_part_of_the_unit():
+def test_neighbour_context_is_embedded_but_not_part_of_the_unit() -> None:
     chunks = chunks_of("- first\n- second\n", path="memory/2026-11-20.md")
     assert chunks[1].text == "- second"
     assert chunks[1].embed_text == "- first\n- second"
@@ -58,17 +59,17 @@ def test_neighbour_context_is_embedded_but_not_part_of_the_unit():
     assert ChunkParams(context_entries=0).fingerprint != ChunkParams().fingerprint
 
 
-def test_no_unit_exceeds_the_window_even_from_a_wall_of_headings():
+def test_no_unit_exceeds_the_window_even_from_a_wall_of_headings() -> None:
     text = "".join(f"## heading {i}\n" for i in range(3000))
     chunks = chunks_of(text)
     assert len(chunks) == 3000
     assert max(count_tokens_batch([c.embed_text for c in chunks])) < 64
 
 
-def test_heading_parsing_is_linear_on_long_whitespace():
+def test_heading_parsing_is_linear_on_long_whitespace() -> None:
     import time
 
-    from tui.engine.chunker import parse_heading
+    from tui.engine.markdown import parse_heading
 
     line = "## a" + " " * 100_000 + "x"
     started = time.perf_counter()
@@ -79,7 +80,7 @@ def test_heading_parsing_is_linear_on_long_whitespace():
     assert time.perf_counter() - started < 5
 
 
-def test_bullets_are_never_split_and_chunks_fit_the_target():
+def test_bullets_are_never_split_and_chunks_fit_the_target() -> None:
     bullets = [
         f"- fact number {i} " + "word " * 40 + "\n  continued detail line" for i in range(30)
     ]
@@ -96,7 +97,7 @@ def test_bullets_are_never_split_and_chunks_fit_the_target():
                 assert i + 1 < len(lines) and lines[i + 1].startswith("  continued")
 
 
-def test_consecutive_chunks_overlap_by_whole_blocks():
+def test_consecutive_chunks_overlap_by_whole_blocks() -> None:
     text = "\n".join(f"- item {i} " + "alpha beta gamma " * 8 for i in range(40)) + "\n"
     chunks = chunks_of(text, path="memory/2026-11-20.md", params=WINDOWS)
     assert len(chunks) >= 3
@@ -105,7 +106,7 @@ def test_consecutive_chunks_overlap_by_whole_blocks():
         assert second.start_line > first.start_line  # progress
 
 
-def test_oversized_single_line_is_split_by_words_within_the_window():
+def test_oversized_single_line_is_split_by_words_within_the_window() -> None:
     line = "- " + " ".join(f"token{i}" for i in range(2000))
     chunks = chunks_of(line + "\n")
     assert len(chunks) > 5
@@ -113,13 +114,13 @@ def test_oversized_single_line_is_split_by_words_within_the_window():
     assert all(count_tokens_batch([c.embed_text])[0] <= 254 for c in chunks)
 
 
-def test_cjk_line_without_spaces_is_split_by_characters():
+def test_cjk_line_without_spaces_is_split_by_characters() -> None:
     chunks = chunks_of("我的狗叫旺财" * 200 + "\n")
     assert len(chunks) > 1
     assert all(count_tokens_batch([c.text])[0] <= 200 for c in chunks)
 
 
-def test_code_fences_keep_hash_lines_as_code():
+def test_code_fences_keep_hash_lines_as_code() -> None:
     text = "## Snippet\n```python\n# not a heading\nprint('x')\n```\n"
     chunks = chunks_of(text)
     assert len(chunks) == 1
@@ -127,7 +128,7 @@ def test_code_fences_keep_hash_lines_as_code():
     assert "# not a heading" in chunks[0].text
 
 
-def test_dates_and_confidence_come_from_path_and_metadata():
+def test_dates_and_confidence_come_from_path_and_metadata() -> None:
     daily = chunks_of("- went hiking\n", path="memory/2026/2026-11-03-trip.md")
     assert daily[0].date == date(2026, 11, 3)
     assert daily[0].confidence == "high"  # hand-written: the user's
@@ -150,7 +151,7 @@ def test_dates_and_confidence_come_from_path_and_metadata():
     assert chunks_of("- hand-written line\n")[0].confidence == "high"
 
 
-def test_a_memory_md_entry_keeps_the_date_its_metadata_gives():
+def test_a_memory_md_entry_keeps_the_date_its_metadata_gives() -> None:
     """``date`` stays None (MEMORY.md is evergreen: no decay); ``written`` is what update links
     date the entry with."""
     text = (
@@ -167,7 +168,7 @@ def test_a_memory_md_entry_keeps_the_date_its_metadata_gives():
     assert chunks_of(text, params=WINDOWS)[0].written == date(2026, 11, 1)  # the newest
 
 
-def test_forgotten_and_superseded_lines_are_not_chunked():
+def test_forgotten_and_superseded_lines_are_not_chunked() -> None:
     text = (
         "- my dog is Max <!-- mem id=1 state=superseded -->\n"
         "- old secret <!-- mem id=2 state=forgotten -->\n"
@@ -196,7 +197,7 @@ markdown_line = st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(markdown_line, max_size=60))
-def test_every_line_is_in_exactly_one_unit_or_its_context(lines):
+def test_every_line_is_in_exactly_one_unit_or_its_context(lines: list[str]) -> None:
     text = "\n".join(lines)
     chunks = chunks_of(text, params=ChunkParams(target_tokens=60))
     total = len(text.splitlines())
@@ -233,7 +234,7 @@ def test_every_line_is_in_exactly_one_unit_or_its_context(lines):
         "- aaaaaaaaaaaaaaaaaaaa",
     ]
 )  # a heading over a block past the target was in no window (found by hypothesis)
-def test_chunks_cover_every_line_and_ranges_are_valid(lines):
+def test_chunks_cover_every_line_and_ranges_are_valid(lines: list[str]) -> None:
     text = "\n".join(lines)
     params = ChunkParams(target_tokens=60, overlap_tokens=10, units=False)
     chunks = chunks_of(text, params=params)

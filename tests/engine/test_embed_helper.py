@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in state
 
 
-def _wait_for(condition, timeout: float = 20.0) -> bool:
+def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -53,13 +54,13 @@ def _wait_for(condition, timeout: float = 20.0) -> bool:
 
 
 @pytest.fixture
-def helper():
+def helper() -> Iterator[HelperEmbedder]:
     model = HelperEmbedder(idle_exit=None)
     yield model
     model.close()
 
 
-def test_helper_vectors_are_bit_identical_to_in_process(helper, embedder):
+def test_helper_vectors_are_bit_identical_to_in_process(helper: HelperEmbedder, embedder: Embedder) -> None:
     assert helper.fingerprint == embedder.fingerprint  # switching needs no rebuild
     assert not helper.loaded
     from_helper = helper.embed(TEXTS)
@@ -70,7 +71,7 @@ def test_helper_vectors_are_bit_identical_to_in_process(helper, embedder):
     assert helper.helper_rss_mb() is not None
 
 
-def test_the_helper_yields_the_cpu_to_the_app(helper):
+def test_the_helper_yields_the_cpu_to_the_app(helper: HelperEmbedder) -> None:
     # a reindex in the helper must not starve the UI of the cores (tests/bench/ui_speed.py)
     helper.embed_query("warm up")
     assert helper.helper_pid is not None
@@ -78,7 +79,7 @@ def test_the_helper_yields_the_cpu_to_the_app(helper):
     assert os.getpriority(os.PRIO_PROCESS, helper.helper_pid) == min(19, app_nice + 10)
 
 
-def test_helper_exits_when_idle_and_restarts_on_demand(embedder):
+def test_helper_exits_when_idle_and_restarts_on_demand(embedder: Embedder) -> None:
     helper = HelperEmbedder(idle_exit=0.3)
     try:
         first = helper.embed_query(TEXTS[1])
@@ -96,7 +97,7 @@ def test_helper_exits_when_idle_and_restarts_on_demand(embedder):
     assert helper.helper_pid is None
 
 
-def test_a_killed_helper_is_restarted_once(helper, embedder):
+def test_a_killed_helper_is_restarted_once(helper: HelperEmbedder, embedder: Embedder) -> None:
     helper.load()
     pid = helper.helper_pid
     assert pid is not None
@@ -109,14 +110,14 @@ def test_a_killed_helper_is_restarted_once(helper, embedder):
 class _DyingHelper(HelperEmbedder):
     """Its helper is killed just before every request."""
 
-    def _request(self, payload, rows):
+    def _request(self, payload: Sequence[bytes], rows: int) -> np.ndarray:
         assert self._proc is not None
         self._proc.kill()
         self._proc.wait()
         return super()._request(payload, rows)
 
 
-def test_a_helper_that_keeps_dying_is_a_clear_error():
+def test_a_helper_that_keeps_dying_is_a_clear_error() -> None:
     helper = _DyingHelper(idle_exit=None)
     try:
         with pytest.raises(EmbeddingError, match="exited .*twice"):
@@ -127,7 +128,7 @@ def test_a_helper_that_keeps_dying_is_a_clear_error():
         helper.close()
 
 
-def test_the_helper_dies_with_its_parent(tmp_path):
+def test_the_helper_dies_with_its_parent(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys, time
@@ -172,7 +173,7 @@ def _workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_swapping_to_the_helper_keeps_the_index(tmp_path, embedder):
+def test_swapping_to_the_helper_keeps_the_index(tmp_path: Path, embedder: Embedder) -> None:
     engine = MemoryEngine(_workspace(tmp_path), embedder=Embedder())
     try:
         engine.load_model()
@@ -195,7 +196,7 @@ def test_swapping_to_the_helper_keeps_the_index(tmp_path, embedder):
 
 
 @pytest.fixture
-def idle_engine(tmp_path):
+def idle_engine(tmp_path: Path) -> Iterator[MemoryEngine]:
     """An engine whose embedding helper loaded the model, embedded everything and exited idle."""
     helper = HelperEmbedder(idle_exit=0.3)
     engine = MemoryEngine(_workspace(tmp_path), embedder=helper)
@@ -210,26 +211,27 @@ def idle_engine(tmp_path):
         engine.close()
 
 
-def test_a_preview_does_not_wait_for_the_helper_to_restart(idle_engine):
+def test_a_preview_does_not_wait_for_the_helper_to_restart(idle_engine: MemoryEngine) -> None:
     engine = idle_engine
     preview = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
     assert MODEL_STARTING in preview.report.notes
     assert "Lisbon" in preview.text  # BM25 still finds it
     assert _wait_for(lambda: engine.model_ready_now)  # started in the background
-    assert engine.embedder.starts == 2
+    assert isinstance(engine.embedder, HelperEmbedder) and engine.embedder.starts == 2
     again = engine.inject("trip to Lisbon", now=NOW, wait_for_model=False)
     assert MODEL_STARTING not in again.report.notes
     assert engine.search("trip to Lisbon", now=NOW, wait_for_model=False).mode == "hybrid"
 
 
-def test_a_turn_waits_for_the_helper_to_restart(idle_engine):
+def test_a_turn_waits_for_the_helper_to_restart(idle_engine: MemoryEngine) -> None:
     # A question not embedded before (the fixture's is kept, and needs no helper).
     response = idle_engine.search("when was the trip to Lisbon?", now=NOW)  # waits: hybrid
     assert response.mode == "hybrid" and MODEL_STARTING not in response.notes
+    assert isinstance(idle_engine.embedder, HelperEmbedder)
     assert idle_engine.embedder.starts == 2
 
 
-def test_swapping_to_another_model_rebuilds_atomically(tmp_path, embedder):
+def test_swapping_to_another_model_rebuilds_atomically(tmp_path: Path, embedder: Embedder) -> None:
     with FakeOpenAI() as server:
         engine = MemoryEngine(_workspace(tmp_path), embedder=Embedder())
         try:

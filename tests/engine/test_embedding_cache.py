@@ -2,49 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support.counting_embedder import DIMS, CountingEmbedder, count_words, write_log
 
 from tui.engine.index import CACHE_MAX_ENTRIES, MemoryIndex
 from tui.engine.index_db import connect
 from tui.engine.workspace import Workspace
-
-DIMS = 8
-
-
-class CountingEmbedder:
-    """Deterministic vectors from the text's hash; remembers every text it embedded."""
-
-    dims = DIMS
-    fingerprint = "fake-model:d8"
-    loaded = True
-
-    def __init__(self) -> None:
-        self.embedded: list[str] = []
-
-    def embed(
-        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
-    ) -> np.ndarray:
-        self.embedded.extend(texts)
-        out = np.zeros((len(texts), DIMS), dtype=np.float32)
-        for row, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            vector = np.random.default_rng(seed).standard_normal(DIMS)
-            out[row] = vector / np.linalg.norm(vector)
-        return out
-
-
-def count_words(texts: Sequence[str]) -> list[int]:
-    return [len(text.split()) for text in texts]
-
-
-def write_log(root: Path, name: str, facts: Sequence[str]) -> None:
-    body = "".join(f"## {fact.split()[0]}\n\n{fact}\n\n" for fact in facts)
-    (root / "memory" / f"{name}.md").write_text(f"# {name}\n\n{body}", encoding="utf-8")
 
 
 @pytest.fixture
@@ -54,8 +20,10 @@ def workspace(tmp_path: Path) -> Workspace:
     return Workspace.open(root)
 
 
-def open_index(workspace: Workspace, embedder: CountingEmbedder, **kwargs) -> MemoryIndex:
-    return MemoryIndex(workspace, embedder, count_words, **kwargs)
+def open_index(
+    workspace: Workspace, embedder: CountingEmbedder, cache_max_entries: int = CACHE_MAX_ENTRIES
+) -> MemoryIndex:
+    return MemoryIndex(workspace, embedder, count_words, cache_max_entries=cache_max_entries)
 
 
 def cache_hashes(index: MemoryIndex) -> set[str]:

@@ -148,7 +148,7 @@ def test_empty_input_does_not_load() -> None:
 
 def test_single_string_is_rejected(embedder: Embedder) -> None:
     with pytest.raises(TypeError):
-        embedder.embed("not a list")  # type: ignore[arg-type]
+        embedder.embed("not a list")
 
 
 def test_concurrent_load_is_idempotent() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date
+from pathlib import Path
 
+import numpy as np
 import pytest
 from support.workspaces import write_workspace
 
@@ -36,7 +39,7 @@ DAILY = {
 
 
 @pytest.fixture
-def engine(tmp_path, embedder: Embedder):
+def engine(tmp_path: Path, embedder: Embedder) -> Iterator[MemoryEngine]:
     eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=embedder)
     eng.load_model()
     eng.sync()
@@ -44,7 +47,7 @@ def engine(tmp_path, embedder: Embedder):
     eng.close()
 
 
-def test_semantic_query_finds_the_trip_with_a_consistent_breakdown(engine):
+def test_semantic_query_finds_the_trip_with_a_consistent_breakdown(engine: MemoryEngine) -> None:
     response = engine.search("holiday travel to Portugal", now=NOW, min_score=0.0)
     assert response.mode == "hybrid"
     top = response.results[0]
@@ -60,7 +63,7 @@ def test_semantic_query_finds_the_trip_with_a_consistent_breakdown(engine):
     assert top.location == f"memory/2026-11-20.md#L{top.start_line}-{top.end_line}"
 
 
-def test_exact_keyword_hit_survives_min_score(engine):
+def test_exact_keyword_hit_survives_min_score(engine: MemoryEngine) -> None:
     log = engine.workspace.root / "memory/2026-11-19.md"
     log.write_text(
         "- Long standup: discussed the quarterly roadmap, hiring two designers, the office move to the "
@@ -76,7 +79,7 @@ def test_exact_keyword_hit_survives_min_score(engine):
     assert hit.breakdown.hybrid < 0.9
 
 
-def test_every_returned_result_says_whether_it_is_a_keyword_hit(engine):
+def test_every_returned_result_says_whether_it_is_a_keyword_hit(engine: MemoryEngine) -> None:
     """The keyword check runs only where it decides a result's place, and on the results
     returned: what they say is what the check says, passing the floor on relevance or not."""
     for query, floor in [("Lisbon hotels", 0.0), ("Lisbon hotels", 0.9), ("flaky test", 0.0)]:
@@ -90,7 +93,7 @@ def test_every_returned_result_says_whether_it_is_a_keyword_hit(engine):
     assert any(r.breakdown.keyword_hit for r in engine.search("Lisbon hotels", now=NOW).results)
 
 
-def test_strong_old_match_is_still_reachable_and_decay_only_reorders(engine):
+def test_strong_old_match_is_still_reachable_and_decay_only_reorders(engine: MemoryEngine) -> None:
     old = engine.search("tulip bulbs garden", now=NOW).results
     assert old and old[0].path == "memory/2025/2025-11-01-garden.md"
     assert old[0].breakdown.decay < 0.001 and old[0].breakdown.recency == 1.0
@@ -102,14 +105,14 @@ def test_strong_old_match_is_still_reachable_and_decay_only_reorders(engine):
     assert garden.breakdown.recency == pytest.approx(0.5, abs=0.01)
 
 
-def test_code_tokens_and_cjk(engine):
+def test_code_tokens_and_cjk(engine: MemoryEngine) -> None:
     assert any("watcher.py" in r.text for r in engine.search("watcher.py", now=NOW).results)
     assert any("snake_case" in r.text for r in engine.search("snake_case", now=NOW).results)
     cjk = engine.search("旺财", now=NOW).results
     assert cjk and "旺财" in cjk[0].text
 
 
-def test_bm25_only_until_the_model_is_loaded(tmp_path):
+def test_bm25_only_until_the_model_is_loaded(tmp_path: Path) -> None:
     eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=Embedder())
     try:
         eng.sync()
@@ -123,7 +126,7 @@ def test_bm25_only_until_the_model_is_loaded(tmp_path):
         eng.close()
 
 
-def test_incremental_sync_embeds_only_changed_text(engine):
+def test_incremental_sync_embeds_only_changed_text(engine: MemoryEngine) -> None:
     again = engine.sync()
     assert (again.files_changed, again.embedded) == (0, 0)
     path = engine.workspace.root / "memory/2026-11-21.md"
@@ -139,7 +142,7 @@ def test_incremental_sync_embeds_only_changed_text(engine):
     )
 
 
-def test_deleted_file_disappears(engine):
+def test_deleted_file_disappears(engine: MemoryEngine) -> None:
     (engine.workspace.root / "memory/2026-11-20.md").unlink()
     report = engine.sync()
     assert report.files_removed == 1 and report.chunks_removed >= 1
@@ -149,7 +152,7 @@ def test_deleted_file_disappears(engine):
     )
 
 
-def test_confidence_breaks_ties(tmp_path, embedder):
+def test_confidence_breaks_ties(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "MEMORY.md").write_text(
@@ -164,7 +167,7 @@ def test_confidence_breaks_ties(tmp_path, embedder):
     eng.close()
 
 
-def test_threshold_mode_has_no_fixed_cap(tmp_path, embedder):
+def test_threshold_mode_has_no_fixed_cap(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
     for day in range(1, 13):
@@ -184,7 +187,7 @@ def test_threshold_mode_has_no_fixed_cap(tmp_path, embedder):
     eng.close()
 
 
-def test_forgotten_entries_never_surface_even_after_a_rebuild(engine):
+def test_forgotten_entries_never_surface_even_after_a_rebuild(engine: MemoryEngine) -> None:
     memory = engine.workspace.memory_file
     memory.write_text(
         memory.read_text().replace(
@@ -204,7 +207,7 @@ def test_forgotten_entries_never_surface_even_after_a_rebuild(engine):
     )
 
 
-def test_corrupt_index_is_rebuilt_with_a_notice(tmp_path, embedder):
+def test_corrupt_index_is_rebuilt_with_a_notice(tmp_path: Path, embedder: Embedder) -> None:
     root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     (root / ".memdeck").mkdir()
     (root / ".memdeck/index.db").write_bytes(b"this is not a database" * 100)
@@ -226,14 +229,16 @@ class ExplodingEmbedder(Embedder):
         self.calls = 0
         self.fail_after = fail_after
 
-    def embed(self, texts, progress=None):
+    def embed(
+        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
         self.calls += 1
         if self.calls > self.fail_after:
             raise RuntimeError("simulated crash during rebuild")
         return super().embed(texts, progress)
 
 
-def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, embedder):
+def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path: Path, embedder: Embedder) -> None:
     root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     eng = MemoryEngine(root, embedder=embedder)
     eng.load_model()
@@ -255,7 +260,7 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, 
     rebuilt = MemoryEngine(root, embedder=embedder, chunk_params=windows)
     rebuilt.load_model()
     report = rebuilt.sync()
-    assert "chunker=md-v2:24/4" in rebuilt.stats()["fingerprint"]
+    assert "chunker=md-v2:24/4" in str(rebuilt.stats()["fingerprint"])
     assert report.files_changed == len(DAILY) + 1
     assert (
         rebuilt.search("holiday travel to Portugal", now=NOW, min_score=0).results[0].path
@@ -264,7 +269,7 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path, 
     rebuilt.close()
 
 
-def test_bad_files_are_skipped_with_warnings_and_never_modified(tmp_path, embedder):
+def test_bad_files_are_skipped_with_warnings_and_never_modified(tmp_path: Path, embedder: Embedder) -> None:
     root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     mem = root / "memory"
     (mem / "empty.md").write_text("")
@@ -300,7 +305,7 @@ def test_bad_files_are_skipped_with_warnings_and_never_modified(tmp_path, embedd
     eng.close()
 
 
-def test_searching_while_a_sync_writes(engine):
+def test_searching_while_a_sync_writes(engine: MemoryEngine) -> None:
     root = engine.workspace.root
     errors: list[BaseException] = []
 
@@ -323,7 +328,7 @@ def test_searching_while_a_sync_writes(engine):
     assert len(engine.search("sailing lessons", now=NOW, threshold=0.0).results) >= 15
 
 
-def test_a_matched_memory_md_entry_is_explained_and_counted_not_cut(engine):
+def test_a_matched_memory_md_entry_is_explained_and_counted_not_cut(engine: MemoryEngine) -> None:
     """The answer is in MEMORY.md (always in the block): the match is one of the injected
     results, with its scores, counted as included at no extra cost, never listed as cut."""
     injection = engine.inject("which editor theme do I prefer, dark mode?", now=NOW)
@@ -336,7 +341,7 @@ def test_a_matched_memory_md_entry_is_explained_and_counted_not_cut(engine):
     assert injection.text.count("Prefers dark mode") == 1  # not packed a second time
 
 
-def test_injection_respects_budget_and_reports_cuts(engine):
+def test_injection_respects_budget_and_reports_cuts(engine: MemoryEngine) -> None:
     full = engine.inject("trip to Lisbon", now=NOW)
     assert full.text.startswith("<memory-notes>\n## Long-term Memory\n")
     assert "## Relevant Memories\n### memory/2026-11-20.md\n- L4: Planned a trip" in full.text
@@ -388,7 +393,7 @@ def test_a_recorded_result_reads_back_typed_and_bad_fields_read_neutral() -> Non
     assert SearchResult.from_json({"start_line": "3"}).start_line == 0
 
 
-def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(tmp_path, embedder: Embedder):
+def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(tmp_path: Path, embedder: Embedder) -> None:
     """ "can you give me one example" shares only "one" with "Code review SLA is one working
     day": relative to the best text match alone that scored text 1.00 and passed min_score."""
     memory = (
@@ -412,7 +417,7 @@ def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(tmp_path, emb
 
 def test_a_big_index_leaves_a_query_of_common_words_to_the_vectors(
     engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     import tui.engine.index_text as index_text
 
     # "a big index": the floors lowered to this workspace's few chunks, every word common

@@ -15,7 +15,7 @@ NOW = "2026-11-22"
 
 def memdeck(
     *args: str, stdin: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "MEMDECK_WORKSPACE"}
     full_env.update(env or {})
     return subprocess.run(
@@ -29,7 +29,7 @@ def memdeck(
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cli") / "ws"
     (root / "memory").mkdir(parents=True)
     (root / "MEMORY.md").write_text(
@@ -42,7 +42,7 @@ def workspace(tmp_path_factory) -> Path:
     return root
 
 
-def test_search_json_contract(workspace):
+def test_search_json_contract(workspace: Path) -> None:
     result = memdeck(
         "--workspace",
         str(workspace),
@@ -65,7 +65,7 @@ def test_search_json_contract(workspace):
     assert "bad.md" in result.stderr and "binary" in result.stderr  # a warning naming the file
 
 
-def test_search_stdin_gives_one_json_object_per_line(workspace):
+def test_search_stdin_gives_one_json_object_per_line(workspace: Path) -> None:
     result = memdeck(
         "--workspace",
         str(workspace),
@@ -82,7 +82,7 @@ def test_search_stdin_gives_one_json_object_per_line(workspace):
     assert "乌龙茶" in lines[1]["results"][0]["text"]
 
 
-def test_search_limit_no_decay_and_bm25(workspace):
+def test_search_limit_no_decay_and_bm25(workspace: Path) -> None:
     result = memdeck(
         "--workspace",
         str(workspace),
@@ -100,7 +100,7 @@ def test_search_limit_no_decay_and_bm25(workspace):
     assert payload["results"][0]["breakdown"]["vector"] is None
 
 
-def test_inject_and_stats_and_reindex(workspace):
+def test_inject_and_stats_and_reindex(workspace: Path) -> None:
     inject = memdeck("--workspace", str(workspace), "inject", "Lisbon trip", "--budget", "500")
     assert inject.returncode == 0, inject.stderr
     assert inject.stdout.startswith("<memory-notes>\n## Long-term Memory")
@@ -116,13 +116,13 @@ def test_inject_and_stats_and_reindex(workspace):
     assert "indexed 3 files" in reindex.stdout
 
 
-def test_workspace_from_environment(workspace):
+def test_workspace_from_environment(workspace: Path) -> None:
     result = memdeck("search", "Max", "--json", "--bm25", env={"MEMDECK_WORKSPACE": str(workspace)})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["results"]
 
 
-def test_errors_are_one_clear_line_without_traceback(tmp_path):
+def test_errors_are_one_clear_line_without_traceback(tmp_path: Path) -> None:
     missing = memdeck("--workspace", str(tmp_path / "nope"), "search", "x")
     assert missing.returncode != 0
     assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from test_embedding_cache import CountingEmbedder, count_words, write_log
+from support.counting_embedder import CountingEmbedder, count_words, write_log
 
 from tui.engine.index import MemoryIndex
 from tui.engine.workspace import Workspace

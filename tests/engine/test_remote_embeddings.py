@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import socket
 from datetime import date
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from support.fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI, RecordedRequest
 
+from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.remote_embeddings import RemoteEmbedder, RemoteEmbeddingError
 from tui.engine.usage import ledger_path
@@ -22,7 +25,7 @@ FILES = {
 }
 
 
-def make_workspace(tmp_path):
+def make_workspace(tmp_path: Path) -> Path:
     for rel, text in FILES.items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,17 +33,17 @@ def make_workspace(tmp_path):
     return tmp_path
 
 
-def remote(server: FakeOpenAI, **kwargs) -> RemoteEmbedder:
+def remote(server: FakeOpenAI, **kwargs: Any) -> RemoteEmbedder:
     kwargs.setdefault("dimensions", 32)
     kwargs.setdefault("backoff", 0.01)
     return RemoteEmbedder(server.base_url, kwargs.pop("model", "fake-embed"), **kwargs)
 
 
-def embedding_requests(server: FakeOpenAI):
+def embedding_requests(server: FakeOpenAI) -> list[RecordedRequest]:
     return [r for r in server.requests if r.path.endswith("/embeddings")]
 
 
-def test_search_is_hybrid_with_the_remote_provider(tmp_path, fake_openai):
+def test_search_is_hybrid_with_the_remote_provider(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     embedder = remote(fake_openai, batch_size=2)
     engine = MemoryEngine(make_workspace(tmp_path), embedder=embedder)
     try:
@@ -55,7 +58,7 @@ def test_search_is_hybrid_with_the_remote_provider(tmp_path, fake_openai):
         sizes = [len(r.json["input"]) for r in embedding_requests(fake_openai)]
         assert max(sizes) <= 2
         assert all(r.json.get("dimensions") == 32 for r in embedding_requests(fake_openai))
-        assert engine.stats()["model"].startswith("fake-embed")
+        assert str(engine.stats()["model"]).startswith("fake-embed")
         # usage of the embedding calls is in the ledger
         lines = ledger_path(tmp_path).read_text().splitlines()
         records = [json.loads(line) for line in lines]
@@ -65,7 +68,7 @@ def test_search_is_hybrid_with_the_remote_provider(tmp_path, fake_openai):
         engine.close()
 
 
-def test_the_live_preview_is_hybrid_with_the_remote_provider(tmp_path, fake_openai):
+def test_the_live_preview_is_hybrid_with_the_remote_provider(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     engine = MemoryEngine(make_workspace(tmp_path), embedder=remote(fake_openai))
     try:
         engine.load_model()
@@ -79,7 +82,7 @@ def test_the_live_preview_is_hybrid_with_the_remote_provider(tmp_path, fake_open
         engine.close()
 
 
-def test_switching_provider_rebuilds_the_index(tmp_path, fake_openai, embedder):
+def test_switching_provider_rebuilds_the_index(tmp_path: Path, fake_openai: FakeOpenAI, embedder: Embedder) -> None:
     root = make_workspace(tmp_path)
     engine = MemoryEngine(root, embedder=embedder)
     engine.sync()
@@ -92,7 +95,7 @@ def test_switching_provider_rebuilds_the_index(tmp_path, fake_openai, embedder):
         engine.load_model()
         engine.sync()
         assert engine.index.stored_fingerprint() != local_fp
-        assert "fake-embed" in engine.index.stored_fingerprint()
+        assert "fake-embed" in (engine.index.stored_fingerprint() or "")
         assert engine.index.generation > generation
         assert engine.search("billing deploy", now=NOW).mode == "hybrid"
     finally:
@@ -101,7 +104,7 @@ def test_switching_provider_rebuilds_the_index(tmp_path, fake_openai, embedder):
     assert remote(fake_openai).fingerprint != remote(fake_openai, model="other").fingerprint
 
 
-def test_429_then_success_is_retried_after_retry_after(fake_openai):
+def test_429_then_success_is_retried_after_retry_after(fake_openai: FakeOpenAI) -> None:
     fake_openai.embedding_queue.extend(
         [FakeOpenAI.error(429, retry_after=0.2), FakeOpenAI.error(500)]
     )
@@ -116,7 +119,7 @@ def test_429_then_success_is_retried_after_retry_after(fake_openai):
     assert len(slept) == 2
 
 
-def test_retries_are_bounded(fake_openai):
+def test_retries_are_bounded(fake_openai: FakeOpenAI) -> None:
     fake_openai.embedding_queue.extend([FakeOpenAI.error(503)] * 5)
     embedder = remote(fake_openai, max_retries=2)
     embedder.sleep = lambda _s: None
@@ -125,7 +128,7 @@ def test_retries_are_bounded(fake_openai):
     assert len(embedding_requests(fake_openai)) == 3
 
 
-def test_hanging_endpoint_times_out(fake_openai):
+def test_hanging_endpoint_times_out(fake_openai: FakeOpenAI) -> None:
     fake_openai.embedding_queue.append(FakeOpenAI.hang(5))
     embedder = remote(fake_openai, timeout=0.3, max_retries=0)
     with pytest.raises(RemoteEmbeddingError):
@@ -135,10 +138,11 @@ def test_hanging_endpoint_times_out(fake_openai):
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def test_endpoint_down_falls_back_to_bm25_with_a_note(tmp_path):
+def test_endpoint_down_falls_back_to_bm25_with_a_note(tmp_path: Path) -> None:
     embedder = RemoteEmbedder(
         f"http://127.0.0.1:{_closed_port()}/v1", "nomic-embed-text", max_retries=1, backoff=0.01
     )
@@ -155,7 +159,7 @@ def test_endpoint_down_falls_back_to_bm25_with_a_note(tmp_path):
         engine.close()
 
 
-def test_endpoint_failing_mid_sync_keeps_the_text_index(tmp_path, fake_openai):
+def test_endpoint_failing_mid_sync_keeps_the_text_index(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     embedder = remote(fake_openai, max_retries=0)
     engine = MemoryEngine(make_workspace(tmp_path), embedder=embedder)
     try:
@@ -170,7 +174,7 @@ def test_endpoint_failing_mid_sync_keeps_the_text_index(tmp_path, fake_openai):
         engine.close()
 
 
-def test_cli_search_with_endpoint_down_has_no_traceback(tmp_path, monkeypatch, capsys):
+def test_cli_search_with_endpoint_down_has_no_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from tui.cli import main
 
     config = tmp_path / "config.toml"
@@ -190,6 +194,6 @@ def test_cli_search_with_endpoint_down_has_no_traceback(tmp_path, monkeypatch, c
     assert "Lisbon" in out
 
 
-def test_unknown_model_needs_dimensions():
+def test_unknown_model_needs_dimensions() -> None:
     with pytest.raises(RemoteEmbeddingError, match="dimensions"):
         RemoteEmbedder("http://127.0.0.1:9/v1", "mystery-model")

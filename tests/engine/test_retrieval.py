@@ -8,16 +8,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlean as sqlite3
 
 from tui.engine.embeddings import Embedder, count_tokens
 from tui.engine.engine import MemoryEngine
-from tui.engine.inject import InjectionOptions, build_injection
+from tui.engine.inject import build_injection
+from tui.engine.options import InjectionOptions
 from tui.engine.search import describe_change
+from tui.engine.search_results import Breakdown
 
 NOW = date(2026, 11, 22)
 
@@ -42,7 +46,7 @@ def make_engine(root: Path, embedder: Embedder, files: dict[str, str]) -> Memory
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, embedder: Embedder):
+def workspace(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[[dict[str, str]], MemoryEngine]]:
     engines: list[MemoryEngine] = []
 
     def build(files: dict[str, str]) -> MemoryEngine:
@@ -55,7 +59,7 @@ def workspace(tmp_path: Path, embedder: Embedder):
         engine.close()
 
 
-def test_a_lone_preference_is_found_by_a_semantic_question(workspace):
+def test_a_lone_preference_is_found_by_a_semantic_question(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace({"MEMORY.md": PREFERENCES})
     results = engine.search("what is my favourite color", now=NOW).results
     assert results, "the preference must pass the default min_score"
@@ -63,13 +67,13 @@ def test_a_lone_preference_is_found_by_a_semantic_question(workspace):
     assert (results[0].start_line, results[0].end_line) == (5, 5)  # the unit's own line
 
 
-def test_unrelated_questions_return_nothing(workspace):
+def test_unrelated_questions_return_nothing(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace({"MEMORY.md": PREFERENCES})
     for question in ("how tall is mount everest", "recipe for sourdough bread"):
         assert engine.search(question, now=NOW).results == [], question
 
 
-def test_stemming_matches_other_word_forms(workspace):
+def test_stemming_matches_other_word_forms(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(
         {"memory/2026-11-20.md": "# 2026-11-20\n\n- Deployed the billing services\n"}
     )
@@ -77,7 +81,7 @@ def test_stemming_matches_other_word_forms(workspace):
     assert response.results and response.results[0].breakdown.bm25 is not None
 
 
-def test_current_state_question_prefers_the_newer_entry(workspace):
+def test_current_state_question_prefers_the_newer_entry(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(
         {
             "memory/2025-03-02.md": "# 2025-03-02\n\n- Uses Vim as the editor for everything\n",
@@ -93,7 +97,7 @@ def test_current_state_question_prefers_the_newer_entry(workspace):
     assert older.breakdown.recency < current.results[0].breakdown.recency
 
 
-def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace):
+def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     """'these days' asks for the present; its 'days' must not match every 'day' in the logs
     ("Tokyo day 3" for "what workouts do I do these days?")."""
     engine = workspace(
@@ -108,7 +112,7 @@ def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace):
     assert all(r.breakdown.bm25 is None for r in tokyo), "matched by the marker's word"
 
 
-def test_a_shared_change_word_is_no_update_link(workspace):
+def test_a_shared_change_word_is_no_update_link(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     """Two migrations that share only 'migrating' are not one thing changing."""
     engine = workspace(
         {
@@ -137,7 +141,7 @@ EDITOR_LOGS = {
 }
 
 
-def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace):
+def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(EDITOR_LOGS)
     response = engine.search("which editor do I use now?", now=NOW)
     by_path = {r.path: r for r in response.results}
@@ -151,7 +155,7 @@ def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace):
     assert macro is None or macro.breakdown.linked == 0.0
 
 
-def test_a_question_about_an_earlier_state_links_back_to_the_old_fact(workspace):
+def test_a_question_about_an_earlier_state_links_back_to_the_old_fact(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(EDITOR_LOGS)
     response = engine.search("what editor did I use before Zed?", now=NOW)
     assert response.intent.past_state
@@ -167,7 +171,7 @@ FACT_IN_MEMORY = {
 }
 
 
-def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(workspace):
+def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(FACT_IN_MEMORY)
     response = engine.search("which editor do I use now?", now=NOW)
     top, *rest = response.results
@@ -178,10 +182,11 @@ def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(worksp
     assert old.breakdown.changed_by == "memory/2026-11-20.md#L3-3"
     assert describe_change(old.breakdown) == ("changed on 2026-11-20? (memory/2026-11-20.md#L3-3)")
     # the same in the JSON the CLI and memdeck mcp give
-    assert old.to_json()["breakdown"]["changed_by"] == "memory/2026-11-20.md#L3-3"
+    as_json: dict[str, Any] = old.to_json()
+    assert as_json["breakdown"]["changed_by"] == "memory/2026-11-20.md#L3-3"
 
 
-def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace):
+def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     files = dict(FACT_IN_MEMORY)
     files["MEMORY.md"] = (
         "# Long-term Memory\n\n"
@@ -193,14 +198,14 @@ def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace):
     assert memory.breakdown.superseded == 1.0 and memory.breakdown.changed_by == ""
 
 
-def test_an_undated_memory_md_fact_is_never_superseded_without_a_question_about_now(workspace):
+def test_an_undated_memory_md_fact_is_never_superseded_without_a_question_about_now(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(FACT_IN_MEMORY)
     response = engine.search("vim editor", now=NOW)
     assert all(r.breakdown.superseded == 1.0 for r in response.results)
     assert all(r.breakdown.changed_by == "" for r in response.results)
 
 
-def test_no_update_links_without_time_intent(workspace):
+def test_no_update_links_without_time_intent(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(EDITOR_LOGS)
     response = engine.search("vim editor", now=NOW)
     assert response.results
@@ -208,7 +213,7 @@ def test_no_update_links_without_time_intent(workspace):
     assert all(r.breakdown.superseded == 1.0 for r in response.results)
 
 
-def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace):
+def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     # The match is the log's last entry: an entry is indexed with the one before it as context,
     # so the entries before the match share none of its words.
     engine = workspace(
@@ -221,7 +226,7 @@ def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace):
         }
     )
 
-    def breakdowns(**options: object) -> dict[tuple[str, int], object]:
+    def breakdowns(**options: Any) -> dict[tuple[str, int], Breakdown]:
         response = engine.search(
             "sourdough starter recipe", now=NOW, min_score=0.0, max_results=20, **options
         )
@@ -237,7 +242,7 @@ def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace):
     assert other is None or other.neighbour == 0.0
 
 
-def test_a_time_window_selects_the_logs_of_that_day(workspace):
+def test_a_time_window_selects_the_logs_of_that_day(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(
         {
             "memory/2026-11-21.md": "# 2026-11-21\n\n- Repotted the basil on the balcony\n",
@@ -250,14 +255,14 @@ def test_a_time_window_selects_the_logs_of_that_day(workspace):
     assert top.path == "memory/2026-11-21.md" and top.breakdown.time_window == 1.0
     outside = [r for r in response.results if r.path == "memory/2026-11-10.md"]
     assert all(r.breakdown.time_window < 1.0 for r in outside)
-    as_json = response.to_json()
+    as_json: dict[str, Any] = response.to_json()
     assert as_json["intent"]["window"] == ["2026-11-21", "2026-11-21"]
     assert {"recency", "time_window", "neighbour", "relevance"} <= set(
         as_json["results"][0]["breakdown"]
     )
 
 
-def test_injection_fills_the_budget_and_groups_by_file(workspace):
+def test_injection_fills_the_budget_and_groups_by_file(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     lines = "".join(f"- Sailing lesson {i}: practised tacking and knots\n" for i in range(60))
     engine = workspace({"memory/2026-11-20.md": "# 2026-11-20\n\n" + lines})
     injection = engine.inject("sailing lessons", now=NOW, budget=400)
@@ -270,7 +275,7 @@ def test_injection_fills_the_budget_and_groups_by_file(workspace):
     assert "\n- L" in injection.text
 
 
-def test_packing_skips_what_does_not_fit_and_keeps_going(workspace):
+def test_packing_skips_what_does_not_fit_and_keeps_going(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
     engine = workspace(
         {
             "memory/2026-11-20.md": "# 2026-11-20\n\n- short sailing note\n- "
@@ -285,7 +290,7 @@ def test_packing_skips_what_does_not_fit_and_keeps_going(workspace):
     assert len(injection.report.included) == len(ordered) - 1
 
 
-def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path):
+def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
     (root / "MEMORY.md").write_text(PREFERENCES, encoding="utf-8")
@@ -315,7 +320,7 @@ def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path):
     assert "### memory/2026-11-20.md" in objects[0]["text"]
 
 
-def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(tmp_path, embedder):
+def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "ws"
     engine = make_engine(root, embedder, {"MEMORY.md": PREFERENCES})
     engine.close()
@@ -332,7 +337,7 @@ def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(tmp_path,
         reopened.load_model()
         assert reopened.search("nix flakes", now=NOW).results  # readable before the rebuild
         reopened.sync()
-        assert "md-units-v4" in reopened.stats()["fingerprint"]
+        assert "md-units-v4" in str(reopened.stats()["fingerprint"])
         assert reopened.search("what is my favourite color", now=NOW).results
     finally:
         reopened.close()

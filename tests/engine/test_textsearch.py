@@ -11,7 +11,7 @@ from tui.engine.textsearch import (
 )
 
 
-def test_bm25_mapping_is_monotonic_bounded_and_not_saturated():
+def test_bm25_mapping_is_monotonic_bounded_and_not_saturated() -> None:
     ranks = [-25.0, -8.0, -3.0, -1.0, -0.2, 0.0]
     mapped = [bm25_to_unit(r) for r in ranks]
     assert mapped == sorted(mapped, reverse=True)
@@ -20,19 +20,19 @@ def test_bm25_mapping_is_monotonic_bounded_and_not_saturated():
     assert bm25_to_unit(0.5) == 0.0  # a positive rank is not a match strength
 
 
-def test_query_drops_stop_words_but_never_everything():
+def test_query_drops_stop_words_but_never_everything() -> None:
     assert query_terms("what is the plan for the project") == [("plan",), ("project",)]
     assert query_terms("the and of") == [("the",), ("and",), ("of",)]
     assert build_match_query("   ") is None
 
 
-def test_code_tokens_become_phrases():
+def test_code_tokens_become_phrases() -> None:
     assert query_terms("snake_case in file.py") == [("snake", "case"), ("file", "py")]
     assert build_match_query("snake_case") == '"snake case"'
     assert build_match_query('quote" injection') == '"quote" OR "injection"'
 
 
-def test_cjk_is_indexed_and_queried_as_bigrams():
+def test_cjk_is_indexed_and_queried_as_bigrams() -> None:
     assert query_terms("旺财") == [("旺财",)]
     body = fts_body("我的狗叫旺财")
     assert "旺财" in body.split() and "狗" in body.split()
@@ -40,12 +40,12 @@ def test_cjk_is_indexed_and_queried_as_bigrams():
     assert not contains_all_terms("我的猫", "旺财")
 
 
-def test_keyword_hit_needs_every_content_term():
+def test_keyword_hit_needs_every_content_term() -> None:
     assert contains_all_terms("Debugged file.py in the watcher", "watcher file.py")
     assert not contains_all_terms("Debugged file.py", "watcher file.py")
 
 
-def test_very_common_words_are_pruned_from_match_but_never_all():
+def test_very_common_words_are_pruned_from_match_but_never_all() -> None:
     shares = {"people": 0.4, "said": 0.3, "adoption": 0.001}
     share = shares.get
     assert build_match_query("people said adoption", lambda t: share(t, 0.0)) == '"adoption"'
@@ -55,7 +55,7 @@ def test_very_common_words_are_pruned_from_match_but_never_all():
     assert build_match_query("people file.py", lambda t: share(t, 0.0)) == '"file py"'
 
 
-def test_a_big_index_leaves_a_query_of_common_words_to_the_vectors():
+def test_a_big_index_leaves_a_query_of_common_words_to_the_vectors() -> None:
     shares = {"people": 0.4, "said": 0.3, "adoption": 0.001}
 
     def share(token: str) -> float:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from datetime import date
+from pathlib import Path
 
 import pytest
 
 from tui.engine.workspace import PathRefusedError, Workspace, date_for_path
 
 
-def test_dated_paths():
+def test_dated_paths() -> None:
     assert date_for_path("memory/2026-11-03.md") == date(2026, 11, 3)
     assert date_for_path("memory/2026/2026-11-03-trip.md") == date(2026, 11, 3)
     assert date_for_path("memory/notes.md") is None
@@ -18,7 +19,7 @@ def test_dated_paths():
     assert date_for_path("memory/2026-13-40.md") is None
 
 
-def test_path_guard(tmp_path):
+def test_path_guard(tmp_path: Path) -> None:
     ws = Workspace.open(tmp_path / "ws")
     (ws.memory_dir / "sub").mkdir(parents=True)
     (ws.memory_dir / "sub" / "2026-11-01.md").write_text("- x\n")
