@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -379,7 +379,7 @@ class MemdeckApp(App[int]):
         formula = score_formula(engine.memory.search_options) if engine is not None else ""
         self.push_screen(HelpScreen(self.focused, bindings, formula))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Every action, for the command palette."""
         for command in super().get_system_commands(screen):
             if command.title == "Quit":  # Textual's says "as soon as possible"; ours flushes

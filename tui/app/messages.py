@@ -1,6 +1,7 @@
 """The messages several widgets share (what the workbench published, memory files changed,
-open a memory's entry), and the guard every handler of a worker's result wears
-(:func:`while_attached`).
+open a memory's entry), the guard every handler of a worker's result wears
+(:func:`while_attached`), and what the app's nodes do with a worker that failed
+(:func:`report_worker_error`).
 
 Every other message is nested on the widget or screen that posts it (``SessionList.Chosen``,
 ``ChatPane.TurnFinished``, ``DailyTree.Loaded``, ...), as Textual's guide suggests.
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from textual.dom import DOMNode
 from textual.message import Message
+from textual.message_pump import MessagePump
+from textual.worker import Worker, WorkerState
 
 #: ``memory/2026-11-20.md#L3-4``: how search results and injection reports name an entry.
 LOCATION = re.compile(r"(?P<path>.+)#L(?P<line>\d+)(?:-\d+)?")
@@ -41,11 +44,18 @@ def while_attached(
     """
 
     @wraps(handler)
-    def guarded(self: _Node, *args: _Params.args, **kwargs: _Params.kwargs) -> None:
-        if self.is_attached:
-            handler(self, *args, **kwargs)
+    def guarded(node: _Node, /, *args: _Params.args, **kwargs: _Params.kwargs) -> None:
+        if node.is_attached:
+            handler(node, *args, **kwargs)
 
     return guarded
+
+
+def report_worker_error(node: MessagePump, event: Worker.StateChanged) -> None:
+    """Say, in a toast, why a worker of ``node`` failed (workers run with
+    ``exit_on_error=False``: a failure is shown, the app goes on)."""
+    if event.state == WorkerState.ERROR and event.worker.node is node:
+        node.app.notify(f"{event.worker.name}: {event.worker.error}", severity="error")
 
 
 @dataclass

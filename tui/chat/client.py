@@ -221,7 +221,7 @@ class LLMClient:
         return redact(text, self.secrets())
 
     def _request(
-        self, messages: list[dict[str, Any]], model: str | None, tools: list[dict] | None
+        self, messages: list[dict[str, Any]], model: str | None, tools: list[dict[str, Any]] | None
     ) -> dict[str, Any]:
         request: dict[str, Any] = {"model": model or self.model, "messages": messages}
         if tools:

@@ -327,7 +327,8 @@ class Transcript:
         """The model of the latest ``model_change`` line."""
         for record in reversed(self.records):
             if record.get("type") == "model_change":
-                return record.get("model")
+                model: str | None = record.get("model")
+                return model
         return None
 
     @property

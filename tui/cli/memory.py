@@ -8,12 +8,19 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from .output import terminal_of
 from .registry import CliError, Command
 
+if TYPE_CHECKING:  # imported where they are used: a command loads only what it runs
+    from ..engine.engine import MemoryEngine
+    from ..engine.inject import Injection
+    from ..engine.options import SearchOptions
+    from ..engine.search_results import SearchResponse
 
-def open_engine(args: argparse.Namespace, *, create: bool = False):  # -> MemoryEngine
+
+def open_engine(args: argparse.Namespace, *, create: bool = False) -> MemoryEngine:
     """The engine for the workspace every command opens (see
     :func:`~tui.chat.config.workspace_root`) with the config's embedder, search options and
     injection budget (as the app has them). Engine commands never create a workspace by
@@ -30,7 +37,7 @@ def open_engine(args: argparse.Namespace, *, create: bool = False):  # -> Memory
     return engine
 
 
-def load_model(engine) -> None:  # MemoryEngine
+def load_model(engine: MemoryEngine) -> None:
     """Load the embedding model; a remote endpoint that is down only costs the vectors (a
     warning, then BM25 only), a broken local model is an error."""
     from ..engine.remote_embeddings import RemoteEmbeddingError
@@ -124,7 +131,7 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
 def _run_search(args: argparse.Namespace) -> int:
     if args.stdin == bool(args.query):
         raise CliError("give either a QUERY or --stdin")
-    overrides: dict[str, object] = {"decay": not args.no_decay, "mmr": args.mmr}
+    overrides: dict[str, Any] = {"decay": not args.no_decay, "mmr": args.mmr}
     for option, setting, value in (
         ("--limit", "max_results", args.limit),
         ("--min-score", "min_score", args.min_score),
@@ -150,7 +157,7 @@ def _run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_results(response, options) -> None:  # SearchResponse, SearchOptions
+def _print_results(response: SearchResponse, options: SearchOptions) -> None:
     from tui.engine.search import asks_current_state, describe_change
 
     for note in response.notes:
@@ -226,7 +233,7 @@ def _run_inject(args: argparse.Namespace) -> int:
     return 0
 
 
-def _injection_json(injection) -> dict[str, object]:  # Injection
+def _injection_json(injection: Injection) -> dict[str, object]:
     return {"text": injection.text, "report": injection.report.to_json()}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
@@ -440,7 +441,7 @@ New entries appear as flushes write them.
             view.update(markdown)
 
 
-def _walk(node: TreeNode[_NodeRef]):
+def _walk(node: TreeNode[_NodeRef]) -> Iterator[TreeNode[_NodeRef]]:
     """Every node below ``node``, depth first."""
     for child in node.children:
         yield child

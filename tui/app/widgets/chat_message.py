@@ -4,7 +4,7 @@ calls inline, errors and notices, in the order they happened."""
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -287,7 +287,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         self,
         call_id: str,
         name: str,
-        arguments: dict,
+        arguments: dict[str, Any],
         *,
         raw_arguments: str = "",
         silent: bool = False,
@@ -299,7 +299,7 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         await self._mount_part(view)
         return view
 
-    def finish_tool_call(self, call_id: str, result: dict, ok: bool) -> None:
+    def finish_tool_call(self, call_id: str, result: dict[str, Any], ok: bool) -> None:
         """The tool ran: show its result."""
         view = self._tool_calls.get(call_id)
         if view is not None:
