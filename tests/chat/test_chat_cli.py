@@ -36,7 +36,9 @@ def test_ask_streams_answer_and_tools_then_sessions(tmp_path: Path) -> None:
         assert first.stdout == "Got it, window seat.\n"
         assert '▸ save_memory {"content": "Prefers window seats"}' in first.stderr
         assert "✓ save_memory" in first.stderr
-        session = re.search(r"session: (\S+)", first.stderr).group(1)
+        session_line = re.search(r"session: (\S+)", first.stderr)
+        assert session_line is not None
+        session = session_line.group(1)
 
         second = run_memdeck(
             ["--workspace", workspace, "ask", "--bm25", "--session", session, "--flush", "seat?"],
@@ -45,7 +47,7 @@ def test_ask_streams_answer_and_tools_then_sessions(tmp_path: Path) -> None:
         assert second.returncode == 0, second.stderr
         assert second.stdout.startswith("A window seat, as usual.\n")
         assert f"{session}: logged 4 messages" in second.stdout
-        assert "Prefers window seats" in server.chat_requests[-2].system_prompt
+        assert "Prefers window seats" in (server.chat_requests[-2].system_prompt or "")
 
         listed = run_memdeck(["--workspace", workspace, "sessions", "--json"], env)
         rows = [json.loads(line) for line in listed.stdout.splitlines()]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from support.chat_support import SummaryResponder, make_config, make_engine
-from support.fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.compaction import SILENT_FLUSH_PROMPT
 from tui.chat.context_window import SUMMARY_HEADING
@@ -16,6 +17,7 @@ from tui.chat.events import (
     CompactionStarted,
     ToolCallStarted,
     TriggerEvent,
+    TriggerListenerEvent,
     TurnDone,
 )
 
@@ -29,7 +31,7 @@ class Scripted:
         self.summaries = SummaryResponder(facts=[])
         self.compactions = 0
 
-    def __call__(self, body: dict):
+    def __call__(self, body: dict[str, Any]) -> Reply | None:
         messages = body["messages"]
         system = str(messages[0].get("content")) if messages else ""
         if self.summaries(body) is not None:
@@ -51,7 +53,7 @@ async def test_compaction_flow(tmp_path: Path) -> None:
     with FakeOpenAI(responder=script) as server:
         config = make_config(tmp_path, server, context_window=10**6, compaction_keep_messages=2)
         engine = make_engine(tmp_path, config)
-        heard: list = []
+        heard: list[TriggerListenerEvent] = []
         engine.triggers.add_listener(heard.append)
         session = engine.sessions.create().id
         for n in range(1, 4):
@@ -87,6 +89,7 @@ async def test_compaction_flow(tmp_path: Path) -> None:
         assert pre and pre[0].outcome.status == "flushed" and pre[0].outcome.messages == 7
 
         final = new_requests[-1]
+        assert final.system_prompt is not None
         assert SUMMARY_HEADING in final.system_prompt and "summary 1" in final.system_prompt
         contents = [str(m.get("content")) for m in final.messages[1:]]
         assert not any(c.startswith("topic1") for c in contents)
@@ -98,7 +101,7 @@ async def test_compaction_flow(tmp_path: Path) -> None:
         await_events = [e async for e in engine.run_turn(session, "and now?")]
         assert isinstance(await_events[-1], TurnDone)
         latest = server.chat_requests[-1]
-        assert "summary 1" in latest.system_prompt
+        assert "summary 1" in (latest.system_prompt or "")
         assert [m["role"] for m in latest.messages].count("user") == 3
 
         # The JSONL keeps everything.
@@ -111,7 +114,7 @@ async def test_compaction_flow(tmp_path: Path) -> None:
 
 
 async def test_compaction_failure_does_not_lose_the_turn(tmp_path: Path) -> None:
-    def responder(body: dict):
+    def responder(body: dict[str, Any]) -> Reply | None:
         system = str(body["messages"][0].get("content"))
         if "You compress conversations" in system or "memory extraction" in system:
             return FakeOpenAI.error(500)

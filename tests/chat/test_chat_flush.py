@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.chat_support import (
@@ -20,11 +21,13 @@ from support.chat_support import (
     run_memdeck,
     start_memdeck,
 )
-from support.fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.chat import ChatEngine
+from tui.chat.events import TriggerEvent, TriggerName
 from tui.chat.flush import CRASH_POINTS, parse_summary
 from tui.chat.sessions import FlushDone, PreparedFlush, SessionStore
+from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.workspace import Workspace
 
@@ -34,7 +37,7 @@ def responder() -> SummaryResponder:
     return SummaryResponder()
 
 
-def flush_lines(store: SessionStore, session_id: str) -> list[dict]:
+def flush_lines(store: SessionStore, session_id: str) -> list[dict[str, Any]]:
     return [r for r in store.load(session_id).records if r.get("type") == "flush"]
 
 
@@ -65,8 +68,11 @@ def test_flush_writes_summary_facts_indexes_and_moves_pointer(
     assert "message 3 about topic3" in request.messages[-1]["content"]
 
     root = engine.memory.workspace.root
+    assert outcome.daily_log is not None
     daily = (root / outcome.daily_log).read_text()
-    heading = re.search(r"^## .*$", daily, re.M).group(0)
+    heading_line = re.search(r"^## .*$", daily, re.M)
+    assert heading_line is not None
+    heading = heading_line.group(0)
     assert "trip planning" in heading and "4 messages" in heading
     assert f"flush={outcome.flush_id}" in heading
     assert "- Summary number 1 of the chat." in daily
@@ -94,8 +100,11 @@ def test_without_a_model_the_conversation_is_logged_as_an_extract(tmp_path: Path
     engine.sessions.append_message(session, "assistant", long_answer)
     outcome = engine.flusher.flush_session(session)
     assert (outcome.status, outcome.messages, outcome.facts) == ("flushed", 2, 0)
+    assert outcome.daily_log is not None
     daily = (engine.memory.workspace.root / outcome.daily_log).read_text()
-    heading = re.search(r"^## .*$", daily, re.M).group(0)
+    heading_line = re.search(r"^## .*$", daily, re.M)
+    assert heading_line is not None
+    heading = heading_line.group(0)
     assert "2 messages · not summarised (no model)" in heading
     assert "- You: where should I walk the dog?" in daily
     assert "- Assistant: word word" in daily and "…" in daily and long_answer not in daily
@@ -150,7 +159,7 @@ def test_facts_already_known_or_forgotten_are_not_added(tmp_path: Path) -> None:
     ],
 )
 def test_a_flush_that_tells_of_a_changed_fact_says_memory_md_is_out_of_date(
-    tmp_path: Path, embedder, summary: str, stale: bool
+    tmp_path: Path, embedder: Embedder, summary: str, stale: bool
 ) -> None:
     """The conversation said the user switched editors; MEMORY.md still says Vim. The flush
     logs it and names the MEMORY.md entry, for consolidation to propose the update."""
@@ -219,7 +228,7 @@ def test_two_concurrent_flushes_in_one_process_log_once(
 ) -> None:
     slow = threading.Event()
 
-    def slow_summary(body: dict):
+    def slow_summary(body: dict[str, Any]) -> Reply | None:
         if is_summary_request(body):
             slow.set()
             time.sleep(0.4)
@@ -228,10 +237,10 @@ def test_two_concurrent_flushes_in_one_process_log_once(
     server.responder = slow_summary
     session = engine.sessions.create().id
     add_messages(engine.sessions, session, 4)
-    outcomes = []
+    outcomes: list[TriggerEvent] = []
     barrier = threading.Barrier(2)
 
-    def fire(trigger: str) -> None:
+    def fire(trigger: TriggerName) -> None:
         barrier.wait()
         outcomes.extend(engine.triggers.fire(trigger, session))
 
@@ -249,7 +258,7 @@ def test_two_concurrent_flushes_in_one_process_log_once(
 def test_two_concurrent_flush_processes_log_once(tmp_path: Path) -> None:
     responder = SummaryResponder()
 
-    def slow_summary(body: dict):
+    def slow_summary(body: dict[str, Any]) -> Reply | None:
         if is_summary_request(body):
             time.sleep(1.0)
         return responder(body)

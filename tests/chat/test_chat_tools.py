@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from support.chat_support import TOOLS_TODAY
 
@@ -15,7 +16,7 @@ from tui.engine.engine import MemoryEngine
 TODAY = TOOLS_TODAY
 
 
-def history(memory: MemoryEngine) -> list[dict]:
+def history(memory: MemoryEngine) -> list[dict[str, Any]]:
     path = memory.workspace.history_path
     if not path.exists():
         return []

@@ -12,7 +12,7 @@ from support.chat_support import FakeClock, SummaryResponder, add_messages, make
 from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
-from tui.chat.events import FlushStarted, TriggerEvent
+from tui.chat.events import FlushStarted, TriggerEvent, TriggerListenerEvent
 from tui.chat.state import WorkspaceState
 
 #: Today at 10:00 local: messages written by the tests carry today's real date.
@@ -41,13 +41,13 @@ def engine(tmp_path: Path, server: FakeOpenAI, clock: FakeClock) -> Iterator[Cha
 
 
 @pytest.fixture
-def heard(engine: ChatEngine) -> list:
-    events: list = []
+def heard(engine: ChatEngine) -> list[TriggerListenerEvent]:
+    events: list[TriggerListenerEvent] = []
     engine.triggers.add_listener(events.append)
     return events
 
 
-def finished(events: list) -> list[TriggerEvent]:
+def finished(events: list[TriggerListenerEvent]) -> list[TriggerEvent]:
     return [e for e in events if isinstance(e, TriggerEvent)]
 
 
@@ -57,7 +57,7 @@ def session_with_messages(engine: ChatEngine, count: int = 2) -> str:
     return session
 
 
-def test_listeners_see_start_and_outcome_with_reason(engine: ChatEngine, heard: list) -> None:
+def test_listeners_see_start_and_outcome_with_reason(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     session = session_with_messages(engine)
     events = engine.triggers.manual(session)
     assert isinstance(heard[0], FlushStarted) and heard[0].session_id == session
@@ -71,14 +71,14 @@ def test_listeners_see_start_and_outcome_with_reason(engine: ChatEngine, heard: 
     assert state["manual"]["status"] == "nothing_new"
 
 
-def test_no_active_session_is_a_reported_no_op(engine: ChatEngine, heard: list) -> None:
+def test_no_active_session_is_a_reported_no_op(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     events = engine.triggers.fire("background")
     assert events[0].outcome.status == "nothing_new" and events[0].session_id is None
     assert finished(heard) == events
 
 
 def test_session_switch_flushes_the_previous_session(
-    engine: ChatEngine, heard: list, responder: SummaryResponder
+    engine: ChatEngine, heard: list[TriggerListenerEvent], responder: SummaryResponder
 ) -> None:
     first = session_with_messages(engine)
     second = engine.sessions.create().id
@@ -90,7 +90,7 @@ def test_session_switch_flushes_the_previous_session(
     assert engine.triggers.active_session_id == second
 
 
-def test_session_end_and_app_quit(engine: ChatEngine, heard: list) -> None:
+def test_session_end_and_app_quit(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     one = session_with_messages(engine)
     two = session_with_messages(engine)
     engine.triggers.switch_session(one)  # no previous: nothing to flush
@@ -107,7 +107,7 @@ def test_session_end_and_app_quit(engine: ChatEngine, heard: list) -> None:
     assert all(e.trigger == "app_quit" and e.reason == "app quit" for e in quit_events)
 
 
-def test_delete_flushes_first_then_moves_to_trash(engine: ChatEngine, heard: list) -> None:
+def test_delete_flushes_first_then_moves_to_trash(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     session = session_with_messages(engine, 4)
     engine.triggers.switch_session(session)
     trash, event = engine.triggers.delete_session(session)
@@ -144,7 +144,7 @@ def test_delete_without_a_model_logs_the_conversation_first(tmp_path: Path) -> N
     engine.close()
 
 
-def test_background_is_debounced(engine: ChatEngine, heard: list) -> None:
+def test_background_is_debounced(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     session = session_with_messages(engine)
     triggers = engine.triggers
     triggers.switch_session(session)
@@ -171,7 +171,7 @@ def test_background_disabled_by_config(tmp_path: Path, server: FakeOpenAI) -> No
     engine.close()
 
 
-def test_idle_fires_once_per_silence(engine: ChatEngine, heard: list) -> None:
+def test_idle_fires_once_per_silence(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     session = session_with_messages(engine)
     triggers = engine.triggers
     triggers.switch_session(session)
@@ -187,7 +187,7 @@ def test_idle_fires_once_per_silence(engine: ChatEngine, heard: list) -> None:
     assert later[0].trigger == "idle" and later[0].outcome.messages == 2
 
 
-def test_day_change_while_running(engine: ChatEngine, heard: list) -> None:
+def test_day_change_while_running(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     active = session_with_messages(engine)
     other = session_with_messages(engine)
     engine.triggers.switch_session(active)
@@ -208,7 +208,7 @@ def test_day_change_while_running(engine: ChatEngine, heard: list) -> None:
     assert engine.triggers.tick(now=midnight + timedelta(seconds=10)) == []
 
 
-def test_day_change_at_startup(engine: ChatEngine, heard: list) -> None:
+def test_day_change_at_startup(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
     state = WorkspaceState(engine.memory.workspace)
     assert engine.triggers.startup(now=T0) == []  # first run: just remembers today
     assert state.last_active_date == T0.date()
@@ -223,7 +223,7 @@ def test_day_change_at_startup(engine: ChatEngine, heard: list) -> None:
     assert engine.triggers.startup(now=next_day) == []
 
 
-async def test_async_fire_and_timer_loop(engine: ChatEngine, heard: list, clock: FakeClock) -> None:
+async def test_async_fire_and_timer_loop(engine: ChatEngine, heard: list[TriggerListenerEvent], clock: FakeClock) -> None:
     session = session_with_messages(engine)
     events = await engine.triggers.afire("manual", session)
     assert events[0].outcome.status == "flushed"

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.chat_support import make_config, make_engine
-from support.fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config_sections import NO_KEY_PLACEHOLDER
 from tui.chat.events import (
+    ChatEvent,
     InjectionBuilt,
     TextDelta,
     ToolCallFinished,
@@ -24,11 +26,11 @@ from tui.chat.events import (
 )
 
 
-async def turn(engine: ChatEngine, session_id: str, text: str) -> list:
+async def turn(engine: ChatEngine, session_id: str, text: str) -> list[ChatEvent]:
     return [event async for event in engine.run_turn(session_id, text)]
 
 
-def transcript_lines(engine: ChatEngine, session_id: str) -> list[dict]:
+def transcript_lines(engine: ChatEngine, session_id: str) -> list[dict[str, Any]]:
     path = engine.sessions.path(session_id)
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -54,6 +56,7 @@ async def test_streamed_answer_with_injection_in_system_prompt(
 
     request = server.chat_requests[-1]
     assert request.stream and request.model == "fake-model"
+    assert request.system_prompt is not None
     assert injection.text in request.system_prompt
     assert (
         "naturally" in request.system_prompt and "according to my memory" in request.system_prompt
@@ -103,7 +106,7 @@ async def test_history_is_replayed_with_tool_calls(engine: ChatEngine, server: F
     ]
     assert replay[2]["tool_calls"][0]["id"] == "call_1"
     assert replay[3]["tool_call_id"] == "call_1" and '"saved": true' in replay[3]["content"]
-    assert "Lives in Lyon" in server.chat_requests[-1].system_prompt
+    assert "Lives in Lyon" in (server.chat_requests[-1].system_prompt or "")
 
 
 async def test_every_tool_end_to_end(engine: ChatEngine, server: FakeOpenAI) -> None:
@@ -153,7 +156,7 @@ async def test_tool_loop_is_stopped(tmp_path: Path, server: FakeOpenAI) -> None:
     engine.close()
 
 
-def _assert_turn_failed(engine: ChatEngine, session: str, events: list, kind: str) -> TurnError:
+def _assert_turn_failed(engine: ChatEngine, session: str, events: list[ChatEvent], kind: str) -> TurnError:
     error = events[-1]
     assert isinstance(error, TurnError), events
     assert error.kind == kind, error
@@ -178,7 +181,7 @@ def _assert_turn_failed(engine: ChatEngine, session: str, events: list, kind: st
     ],
 )
 async def test_server_errors_end_the_turn_cleanly(
-    engine: ChatEngine, server: FakeOpenAI, reply, kind: str, words: str
+    engine: ChatEngine, server: FakeOpenAI, reply: Reply, kind: str, words: str
 ) -> None:
     server.enqueue(reply)
     session = engine.sessions.create().id
@@ -288,7 +291,7 @@ def test_tool_call_fragments_from_less_strict_servers() -> None:
 
     from tui.chat.client import _add_fragment
 
-    calls: dict = {}
+    calls: dict[int, Any] = {}
     for fragment in (
         Fragment(index=None, id="a", function=Fragment(name="save_memory", arguments='{"con')),
         Fragment(index=None, id="a", function=Fragment(name="save_memory", arguments='tent": 1}')),

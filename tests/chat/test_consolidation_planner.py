@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 from datetime import date
+from typing import Any
 
 import pytest
 
-from tui.chat.consolidation import ProposalRefused, extract_document, plan_proposal
+from tui.chat.consolidation import Proposal, ProposalRefused, extract_document, plan_proposal
 from tui.chat.consolidation.planner import apply_plan, plan_entries
 from tui.engine.store import file_lines, normalize_entry_text, parse_entries
 
@@ -23,7 +24,7 @@ BASE = """\
 """
 
 
-def propose(answer: str, base: str = BASE, **kwargs):
+def propose(answer: str, base: str = BASE, **kwargs: Any) -> Proposal:
     ids = (f"new{n:03d}" for n in itertools.count(1))
     kwargs.setdefault("new_id", lambda: next(ids))
     return plan_proposal(
@@ -72,7 +73,8 @@ def test_reworded_superseded_and_merged_entries() -> None:
     proposal = propose(answer)
     kinds = {c.kind: c for c in proposal.changes}
     assert set(kinds) == {"superseded", "changed", "added"}
-    assert kinds["superseded"].before.entry_id == "aa1111"
+    superseded = kinds["superseded"].before
+    assert superseded is not None and superseded.entry_id == "aa1111"
     assert "Lyon" not in proposal.text
     assert kinds["changed"].after == "Likes green tea a lot"
     assert proposal.stats.removed == 1 and proposal.stats.superseded == 1
@@ -84,7 +86,8 @@ def test_duplicates_merge_and_retired_entries_stay_out() -> None:
     retired = {normalize_entry_text("Owns a bike")}
     proposal = propose(answer, base, retired=retired)
     assert [c.kind for c in proposal.changes] == ["merged"]
-    assert proposal.changes[0].before.entry_id == "cc3333"
+    merged = proposal.changes[0].before
+    assert merged is not None and merged.entry_id == "cc3333"
     assert "bike" not in proposal.text
     assert any("forgotten or superseded before" in note for note in proposal.notes)
 

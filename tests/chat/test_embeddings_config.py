@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.fakeopenai import FakeOpenAI
 
@@ -11,19 +13,19 @@ from tui.engine.embeddings import Embedder
 from tui.engine.remote_embeddings import RemoteEmbedder
 
 
-def write(tmp_path, text):
+def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(text, encoding="utf-8")
     return path
 
 
-def test_local_is_the_default(tmp_path):
+def test_local_is_the_default(tmp_path: Path) -> None:
     config = load_config(tmp_path / "none.toml", env={})
     assert config.embeddings.provider == "local"
     assert isinstance(config.embeddings.embedder(), Embedder)
 
 
-def test_embeddings_section_is_read(tmp_path):
+def test_embeddings_section_is_read(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         '[llm]\nmodel = "chat"\n[embeddings]\nprovider = "openai"\n'
@@ -43,7 +45,7 @@ def test_embeddings_section_is_read(tmp_path):
     assert config.prices == {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}
 
 
-def test_bad_values_name_the_line(tmp_path):
+def test_bad_values_name_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "[embeddings]\n\ndimensions = 0\n")
     with pytest.raises(ConfigError, match=r":3: dimensions must be"):
         load_config(path, env={})
@@ -52,7 +54,7 @@ def test_bad_values_name_the_line(tmp_path):
         load_config(path, env={})
 
 
-def test_environment_and_save(tmp_path):
+def test_environment_and_save(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     save_config({"embeddings_model": "all-minilm", "embeddings_provider": "openai"}, path)
     assert "[embeddings]" in path.read_text() and 'model = "all-minilm"' in path.read_text()
@@ -60,7 +62,7 @@ def test_environment_and_save(tmp_path):
     assert config.embeddings.model == "all-minilm" and config.embeddings.batch_size == 3
 
 
-def test_openai_key_only_goes_to_openai(tmp_path):
+def test_openai_key_only_goes_to_openai(tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": "sk-secret"}
     openai = load_config(write(tmp_path, '[embeddings]\nprovider = "openai"\n'), env=env)
     assert openai.embeddings.api_key == "sk-secret"
@@ -81,7 +83,7 @@ def test_openai_key_only_goes_to_openai(tmp_path):
     assert "mine" not in repr(own.embeddings)
 
 
-def test_api_key_is_not_sent_to_a_foreign_host(tmp_path, fake_openai: FakeOpenAI):
+def test_api_key_is_not_sent_to_a_foreign_host(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     config_path = write(
         tmp_path,
         f'[embeddings]\nprovider = "openai"\nbase_url = "{fake_openai.base_url}"\n'
@@ -102,7 +104,7 @@ def test_api_key_is_not_sent_to_a_foreign_host(tmp_path, fake_openai: FakeOpenAI
     assert all(b"sk-secret" not in r.raw for r in requests)
 
 
-def test_unknown_model_without_dimensions_is_a_config_error(tmp_path):
+def test_unknown_model_without_dimensions_is_a_config_error(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         '[embeddings]\nprovider = "openai"\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "mystery"\n',
@@ -111,7 +113,7 @@ def test_unknown_model_without_dimensions_is_a_config_error(tmp_path):
         ChatEngine.open(load_config(path, env={}), workspace=tmp_path / "ws")
 
 
-def test_where_the_local_model_runs(tmp_path):
+def test_where_the_local_model_runs(tmp_path: Path) -> None:
     from tui.engine.embed_helper import HelperEmbedder
 
     config = load_config(tmp_path / "none.toml", env={})
@@ -129,7 +131,7 @@ def test_where_the_local_model_runs(tmp_path):
         ChatEngine.open(load_config(path, env={}), workspace=tmp_path / "ws")
 
 
-def test_reconfigure_swaps_the_embedder_without_a_restart(tmp_path, fake_openai: FakeOpenAI):
+def test_reconfigure_swaps_the_embedder_without_a_restart(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     (tmp_path / "ws" / "memory").mkdir(parents=True)
     (tmp_path / "ws" / "MEMORY.md").write_text("# Memory\n\n- The cat is Miso.\n", "utf-8")
     local = load_config(tmp_path / "none.toml", env={})

@@ -13,10 +13,15 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+    ChatCompletionToolParam,
+)
 from support.fakeopenai import FakeOpenAI
 
-USER = [{"role": "user", "content": "hi there"}]
-TOOLS = [
+USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi there"}]
+TOOLS: list[ChatCompletionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -118,7 +123,9 @@ def test_stream_two_tool_calls_reassemble(fake_openai: FakeOpenAI) -> None:
     fragments = [
         tc for ch in chunks for tc in ch.choices[0].delta.tool_calls or [] if tc.index == 0
     ]
-    assert fragments[0].id == "call_1" and fragments[0].function.arguments == ""
+    header = fragments[0]
+    assert header.id == "call_1" and header.function is not None
+    assert header.function.arguments == ""
     assert len(fragments) > 3 and all(f.id is None for f in fragments[1:])
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
@@ -131,8 +138,10 @@ def test_non_streamed_tool_call(fake_openai: FakeOpenAI) -> None:
     assert r.choices[0].finish_reason == "tool_calls"
     assert msg.content == "Noting that."
     assert msg.tool_calls is not None and len(msg.tool_calls) == 1
-    assert msg.tool_calls[0].function.name == "remember"
-    assert json.loads(msg.tool_calls[0].function.arguments) == {"fact": "x"}
+    call = msg.tool_calls[0]
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+    assert call.function.name == "remember"
+    assert json.loads(call.function.arguments) == {"fact": "x"}
 
 
 @pytest.mark.parametrize(
@@ -152,6 +161,7 @@ def test_error_statuses(
         c.chat.completions.create(model="m", messages=USER, stream=stream)
     assert "scripted failure" in str(info.value)
     if status == 429:
+        assert isinstance(info.value, openai.APIStatusError)
         assert info.value.response.headers["retry-after"] == "1"
 
 
@@ -197,7 +207,7 @@ def test_malformed_non_streamed_raises(fake_openai: FakeOpenAI) -> None:
 
 
 def test_requests_recorded(fake_openai: FakeOpenAI) -> None:
-    messages = [
+    messages: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": "You are memdeck."},
         {"role": "user", "content": "remember tea"},
     ]
@@ -225,7 +235,7 @@ def test_default_echo_and_callables(fake_openai: FakeOpenAI) -> None:
 
     fake_openai.responder = summariser
     fake_openai.enqueue(lambda body: FakeOpenAI.text(f"{len(body['messages'])} messages"))
-    summary_req = [{"role": "system", "content": "Write the Daily Summary."}, *USER]
+    summary_req: list[ChatCompletionMessageParam] = [{"role": "system", "content": "Write the Daily Summary."}, *USER]
     with client(fake_openai) as c:
         ask = c.chat.completions.create
         assert ask(model="m", messages=summary_req).choices[0].message.content == "SUMMARY"
@@ -374,13 +384,17 @@ def test_main_runs_as_subprocess(tmp_path: Path) -> None:
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
         with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, timeout=5) as c:
             assert [m.id for m in c.models.list()] == ["scripted"]
-            summary = [{"role": "system", "content": "Daily Summary"}, *USER]
+            summary: list[ChatCompletionMessageParam] = [
+                {"role": "system", "content": "Daily Summary"},
+                *USER,
+            ]
             ask = c.chat.completions.create
             assert ask(model="m", messages=summary).choices[0].message.content == "the summary"
             stream = ask(model="m", messages=USER, stream=True)
             assert "".join(ch.choices[0].delta.content or "" for ch in stream) == "first answer"
             tool = ask(model="m", messages=USER).choices[0].message.tool_calls
-            assert tool is not None and tool[0].function.name == "f"
+            assert tool is not None and isinstance(tool[0], ChatCompletionMessageFunctionToolCall)
+            assert tool[0].function.name == "f"
             # Replies can be added to a running process through the control endpoint.
             control = urllib.request.Request(
                 base_url.removesuffix("/v1") + "/_fake/replies",

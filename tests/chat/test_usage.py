@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
 from support.chat_support import make_config, make_engine
 from support.fakeopenai import FakeOpenAI
 
@@ -13,7 +15,7 @@ from tui.cli import main
 from tui.engine import usage
 
 
-def records(root: Path) -> list[dict]:
+def records(root: Path) -> list[dict[str, Any]]:
     return list(usage.read(root))
 
 
@@ -87,7 +89,7 @@ def test_ledger_ignores_broken_lines(tmp_path: Path) -> None:
     assert [r["prompt_tokens"] for r in records(tmp_path)] == [1, 2]
 
 
-def test_usage_command(tmp_path: Path, capsys) -> None:
+def test_usage_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "MEMORY.md").write_text("# Memory\n")

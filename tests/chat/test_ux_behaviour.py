@@ -14,11 +14,12 @@ from support.fakeopenai import FakeOpenAI
 
 from tui import __version__
 from tui.chat.chat import ChatEngine
+from tui.chat.events import InjectionBuilt
 from tui.chat.sessions import SessionStore
 from tui.engine.heap import BLAS_THREAD_VARIABLES
 from tui.engine.inject import LONG_TERM_HEADING, InjectionReport, build_injection
+from tui.engine.options import SearchOptions
 from tui.engine.score_formula import score_formula
-from tui.engine.search import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,7 @@ async def test_a_turn_records_what_it_injected(engine: ChatEngine, server: FakeO
     server.enqueue(FakeOpenAI.text("The beach."))
     session = engine.sessions.create().id
     events = [e async for e in engine.run_turn(session, "where did the dog go on Sunday?")]
-    built = next(e for e in events if type(e).__name__ == "InjectionBuilt")
+    built = next(e for e in events if isinstance(e, InjectionBuilt))
 
     # read back by a fresh store, as after a restart
     reopened = SessionStore(engine.memory.workspace).load(session)

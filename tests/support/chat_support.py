@@ -67,7 +67,7 @@ def make_engine(
         search_options=config.search_options(),
         injection_options=config.injection_options(),
     )
-    kwargs = {"clock": clock} if clock is not None else {}
+    kwargs: dict[str, Any] = {"clock": clock} if clock is not None else {}
     return ChatEngine(config, memory, sessions=SessionStore(workspace), **kwargs)
 
 

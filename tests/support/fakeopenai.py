@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 __all__ = ["FakeOpenAI", "RecordedRequest", "Reply", "ToolCall"]
 
@@ -154,7 +154,8 @@ class RecordedRequest:
     def messages(self) -> list[dict[str, Any]]:
         """The chat messages sent."""
         if isinstance(self.body, dict) and isinstance(self.body.get("messages"), list):
-            return self.body["messages"]
+            messages: list[dict[str, Any]] = self.body["messages"]
+            return messages
         return []
 
     @property
@@ -176,7 +177,8 @@ class RecordedRequest:
     def tools(self) -> list[dict[str, Any]]:
         """The tool definitions offered."""
         if isinstance(self.body, dict) and isinstance(self.body.get("tools"), list):
-            return self.body["tools"]
+            tools: list[dict[str, Any]] = self.body["tools"]
+            return tools
         return []
 
     @property
@@ -507,7 +509,7 @@ class FakeOpenAI:
         if isinstance(script, str | Path):
             script = json.loads(Path(script).read_text(encoding="utf-8"))
         if not isinstance(script, Mapping):
-            script = {"replies": list(script)}
+            script = {"replies": list(cast("Sequence[Any]", script))}  # str and Path were read above
         default = script.get("default", "echo")
         if "models" in script:
             kwargs.setdefault("models", tuple(script["models"]))

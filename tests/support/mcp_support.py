@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import Implementation
+from mcp.types import CallToolResult, ContentBlock, Implementation, TextContent
 from support.chat_support import ROOT, memdeck_env
 
 
@@ -168,3 +168,15 @@ class RawClient:
             self.process.kill()
             self.process.wait()
         self._stderr.close()
+
+
+def text_of(block: ContentBlock) -> str:
+    """The text of an MCP content block that has to be text."""
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
+    """A tool result's structured content, which has to be there."""
+    assert result.structuredContent is not None, result
+    return result.structuredContent

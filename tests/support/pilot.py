@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0
 
 
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], what: str) -> None:
+async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], what: str) -> None:
     """Let the app run until ``condition`` holds; fail after :data:`WAIT_S`."""
     deadline = time.monotonic() + WAIT_S
     while not condition():
@@ -124,7 +124,7 @@ def small_app(engine: ChatEngine, tmp_path: Path) -> MemdeckApp:
     )
 
 
-async def app_ready(pilot: Pilot) -> MemdeckApp:
+async def app_ready(pilot: Pilot[Any]) -> MemdeckApp:
     """Wait until the index is synced and the panels are up."""
     app = pilot.app
     assert isinstance(app, MemdeckApp)
@@ -132,7 +132,7 @@ async def app_ready(pilot: Pilot) -> MemdeckApp:
     return app
 
 
-async def paste(pilot: Pilot, text: str) -> ChatInput:
+async def paste(pilot: Pilot[Any], text: str) -> ChatInput:
     """Focus the message box and paste ``text`` into it as the terminal delivers a paste."""
     app = await app_ready(pilot)
     box = app.main_screen.chat_pane.chat_input
@@ -142,7 +142,7 @@ async def paste(pilot: Pilot, text: str) -> ChatInput:
     return box
 
 
-async def sent_message(pilot: Pilot, server: FakeOpenAI) -> str | None:
+async def sent_message(pilot: Pilot[Any], server: FakeOpenAI) -> str | None:
     """The user message of the model request once the app's first turn has finished."""
     app = pilot.app
     assert isinstance(app, MemdeckApp)
@@ -180,7 +180,11 @@ DECK_DAILY = {
 
 
 def build_engine(
-    tmp_path: Path, config: Config, embedder: Embedder | None, *, clock: Callable = fixed_clock
+    tmp_path: Path,
+    config: Config,
+    embedder: Embedder | None,
+    *,
+    clock: Callable[[], datetime] = fixed_clock,
 ) -> ChatEngine:
     """A ChatEngine over the deck workspace (hybrid when ``embedder`` is the loaded model)."""
     workspace = Workspace.open(write_workspace(tmp_path / "ws", DECK_MEMORY, DECK_DAILY))
@@ -201,7 +205,7 @@ def build_app(engine: ChatEngine, tmp_path: Path | None = None, **kwargs: Any) -
     return MemdeckApp(engine, now=NOW, clock=fixed_clock, **kwargs)
 
 
-async def ready(pilot: Pilot) -> MemdeckApp:
+async def ready(pilot: Pilot[Any]) -> MemdeckApp:
     """Wait for the start-up work: index synced, model state known, first preview shown."""
     app = await app_ready(pilot)
     await wait_until(pilot, lambda: app.main_screen.header.model_state != "loading", "the model")
@@ -210,7 +214,7 @@ async def ready(pilot: Pilot) -> MemdeckApp:
     return app
 
 
-async def send(pilot: Pilot, text: str) -> None:
+async def send(pilot: Pilot[Any], text: str) -> None:
     """Type ``text`` into the message box and press Enter; wait for the answer to finish."""
     app = pilot.app
     assert isinstance(app, MemdeckApp)
