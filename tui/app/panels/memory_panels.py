@@ -22,6 +22,7 @@ from tui.app.panels.memory_editor import MemoryEditor
 from tui.app.panels.search_panel import SearchPanel
 from tui.app.panels.stats_panel import StatsPanel
 from tui.app.textual_compat import ContentTabs
+from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MemoryChange, MemoryEngine
 from tui.engine.index import SyncReport
 from tui.engine.workspace import MEMORY_FILE
@@ -123,13 +124,17 @@ tab in this session.
         budget: int | None = None,
         clock: Callable[[], datetime] = datetime.now,
         initial: str = "inject",
+        follow_changes: bool = True,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        """``now`` pins "today" for scoring (tests); ``clock`` stamps log lines; ``initial`` is a tab id."""
+        """``now`` pins "today" for scoring (tests); ``clock`` stamps log lines; ``initial`` is a tab id.
+        ``follow_changes=False``: the owner posts :class:`MemoryChanged` for each change of the
+        engine (the main screen does, from the workbench's stream)."""
         super().__init__(name=name, id=id, classes=classes)
         self.engine = engine
+        self._follow_changes = follow_changes
         self.index_signal: Signal[list[str]] = Signal(self, "index-changed")
         self._now = now
         self._budget = budget
@@ -160,7 +165,9 @@ tab in this session.
     def on_mount(self) -> None:
         for panel in self.query(EnginePanel):
             self.index_signal.subscribe(panel, panel.index_changed)
-        self._stop_changes = self.engine.on_change(self._engine_changed)
+        self._stop_changes: Callable[[], None] = lambda: None
+        if self._follow_changes:
+            self._stop_changes = self.engine.on_change(self._engine_changed)
 
     def on_unmount(self) -> None:
         self._stop_changes()
@@ -287,6 +294,21 @@ tab in this session.
         else:
             self.show_tab("daily", focus=True)
             self.daily_tree.show_entry(message.path, message.line)
+
+    def set_progress(self, text: str) -> None:
+        """What the index is doing (see :meth:`StatsPanel.set_progress`)."""
+        self.stats_panel.set_progress(text)
+
+    def follow_conversation(self, text: str) -> None:
+        """A turn ended (see :meth:`SearchPanel.follow_conversation`)."""
+        self.search_panel.follow_conversation(text)
+
+    def show_injection(self, turn: TurnInjection | None) -> None:
+        """The Inject tab shows what ``turn`` injected (None: the live preview of the draft)."""
+        if turn is None:
+            self.injection_panel.show_live()
+        else:
+            self.injection_panel.show_turn(turn)
 
     def preview(self, draft: str) -> None:
         """The chat draft changed (every keystroke): update the injection preview."""

@@ -32,7 +32,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from tui.app.messages import WorkbenchMessage
+from tui.app.messages import MemoryChanged, WorkbenchMessage
 from tui.app.progress_text import ProgressClock
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
 from tui.app.widgets.app_header import AppHeader
@@ -196,7 +196,13 @@ class MainScreen(Screen[None]):
                 config_file=self.config_file,
                 id="chat-pane",
             ),
-            MemoryPanels(engine.memory, now=self.now, clock=self.clock, id="memory-panels"),
+            MemoryPanels(
+                engine.memory,
+                now=self.now,
+                clock=self.clock,
+                follow_changes=False,  # they come on the workbench's stream
+                id="memory-panels",
+            ),
         ]
 
     @property
@@ -239,19 +245,14 @@ class MainScreen(Screen[None]):
 
     def _start(self) -> None:
         """The engine and the main widgets are there: wire them up and start the background."""
-        from tui.engine.engine import MemoryChange
-
         engine, workbench = self.engine, self.workbench
         self._started = True
         engine.confirm_forget = self._confirm_forget
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
 
-        def bridge(event: WorkbenchEvent) -> None:
-            # The memory panels hear memory changes from the engine themselves (they serve
-            # without a workbench too): posting them here would refresh the panels twice.
-            if not isinstance(event, MemoryChange):
-                self.post_message(WorkbenchMessage(event))
+        def bridge(event: WorkbenchEvent) -> None:  # the one listener, on any thread
+            self.post_message(WorkbenchMessage(event))
 
         workbench.subscribe(bridge)
         for notice in engine.memory.notices:
@@ -402,6 +403,8 @@ class MainScreen(Screen[None]):
             self._index_synced(event)
         elif isinstance(event, FlushStarted | TriggerEvent):
             self._trigger_notice(event)
+        else:  # a memory change, with its origin
+            self.memory_panels.post_message(MemoryChanged.of(event))
 
     # -- index and model --
 
@@ -409,7 +412,7 @@ class MainScreen(Screen[None]):
     def _index_progress(self, message: IndexProgress) -> None:
         text = self._progress_clock.describe(message.stage, message.done, message.total)
         self.header.progress = text
-        self.memory_panels.stats_panel.set_progress(text)
+        self.memory_panels.set_progress(text)
 
     def _index_synced(self, message: IndexOutcome) -> None:
         """A sync, reindex or config reload ended: say so, and refresh what shows the index."""
@@ -417,7 +420,7 @@ class MainScreen(Screen[None]):
 
         self.header.progress = ""
         panels = self.memory_panels
-        panels.stats_panel.set_progress("")
+        panels.set_progress("")
         if message.error:
             panels.log_event(f"index {message.reason} failed: {message.error}")
             self.notify(message.error, title="index", severity="error")
@@ -543,7 +546,7 @@ class MainScreen(Screen[None]):
         self.chat_pane.session_id = session_id
         self.session_list.active_id = session_id
         self.memory_panels.forget_chosen_tab()
-        self.memory_panels.injection_panel.show_live()  # a why? belongs to its session
+        self.memory_panels.show_injection(None)  # a why? belongs to its session
 
     @work(exclusive=True, group="transcript", exit_on_error=False)
     async def _load_transcript(self, session_id: str) -> None:
@@ -690,7 +693,7 @@ class MainScreen(Screen[None]):
 
     def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
         self.session_list.reload()
-        self.memory_panels.search_panel.follow_conversation(message.user_text)
+        self.memory_panels.follow_conversation(message.user_text)
 
     def action_why(self) -> None:
         """Why did these memories surface? What the last turn injected, as recorded in its
@@ -716,7 +719,7 @@ class MainScreen(Screen[None]):
             return
         self.view = "memory"
         panels = self.memory_panels
-        panels.injection_panel.show_turn(turn)
+        panels.show_injection(turn)
         panels.show_tab("inject", focus=True)
 
     def action_focus_chat(self) -> None:
@@ -731,7 +734,7 @@ class MainScreen(Screen[None]):
         self.view = "chat"
         if not self.has_class("-wide"):
             self.add_class("-show-sessions")
-        self.call_after_refresh(self.session_list.option_list.focus)
+        self.call_after_refresh(self.session_list.focus_list)
 
     def action_show_tab(self, tab_id: str) -> None:
         """Open a memory tab and focus it (on a narrow screen, the memory comes forward)."""

@@ -137,6 +137,10 @@ Your conversations, most recent first. The one marked ● is open.
     def option_list(self) -> OptionList:
         return self.query_one("#sessions", OptionList)
 
+    def focus_list(self) -> None:
+        """Put the focus in the list of sessions."""
+        self.option_list.focus()
+
     def on_mount(self) -> None:
         self.reload()
 
