@@ -27,7 +27,7 @@ from support.fakeopenai import FakeOpenAI
 
 from tui.chat.chat import ChatEngine
 from tui.chat.config import _FILE_FIELDS, ConfigError, load_config
-from tui.chat.events import TextDelta, ToolCallFinished, TurnDone
+from tui.chat.events import ChatEvent, TextDelta, ToolCallFinished, TurnDone, TurnError
 from tui.chat.sessions import SessionStore
 from tui.chat.tool_specs import DAILY_LOG_SPEC, TOOL_SPECS
 from tui.chat.tools import MemoryTools
@@ -37,11 +37,11 @@ from tui.engine.workspace import Workspace
 TODAY = TOOLS_TODAY
 
 
-async def turn(engine: ChatEngine, session_id: str, text: str) -> list:
+async def turn(engine: ChatEngine, session_id: str, text: str) -> list[ChatEvent]:
     return [event async for event in engine.run_turn(session_id, text)]
 
 
-def history(memory: MemoryEngine) -> list[dict]:
+def history(memory: MemoryEngine) -> list[dict[str, Any]]:
     path = memory.workspace.history_path
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
@@ -51,7 +51,8 @@ def one_line_error(result: Any) -> str:
     assert "Traceback" not in result.stderr, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    return lines[0]
+    line: str = lines[0]
+    return line
 
 
 # -- 10. every tool argument is validated -------------------------------------------------
@@ -238,9 +239,9 @@ def test_every_numeric_setting_has_a_range(tmp_path: Path) -> None:
         variable = f"MEMDECK_{name.upper()}"
         with pytest.raises(ConfigError, match=variable):
             load_config(tmp_path / "none.toml", env={variable: env_value})
-    for name, value in (("request_timeout", -1), ("max_tool_rounds", -1), ("max_tool_rounds", 0)):
+    for name, number in (("request_timeout", -1), ("max_tool_rounds", -1), ("max_tool_rounds", 0)):
         with pytest.raises(ConfigError, match=name):
-            load_config(tmp_path / "none.toml", env={}, overrides={name: value})
+            load_config(tmp_path / "none.toml", env={}, overrides={name: number})
 
 
 def test_bad_numbers_are_one_line_cli_errors(tmp_path: Path) -> None:
@@ -338,6 +339,7 @@ async def test_credentials_in_the_base_url_are_not_echoed(tmp_path: Path) -> Non
     session = engine.sessions.create().id
     events = await turn(engine, session, "hello")
     error = events[-1]
+    assert isinstance(error, TurnError)
     assert error.kind == "connection" and "127.0.0.1:9" in error.message
     stored = engine.sessions.path(session).read_text()
     for secret in ("s3cret-pass-word", "qu3ry-s3cret"):

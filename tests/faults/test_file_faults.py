@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.chat_support import (
@@ -58,7 +59,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _history(root: Path) -> list[dict]:
+def _history(root: Path) -> list[dict[str, Any]]:
     path = root / ".memdeck" / "history.jsonl"
     if not path.exists():
         return []
@@ -330,7 +331,12 @@ class Editor:
         elif self.how == "slow":
             data = self.path.read_bytes() + f"{self.marker}\n".encode()
             handle = open(self.path, "wb")  # noqa: SIM115 - written and closed by the timer
-            self.timer = threading.Timer(0.03, lambda: (handle.write(data), handle.close()))
+
+            def write_and_close() -> None:
+                handle.write(data)
+                handle.close()
+
+            self.timer = threading.Timer(0.03, write_and_close)
             self.timer.start()
         else:
             data = self.path.read_bytes() + f"{self.marker}\n".encode()
@@ -339,9 +345,9 @@ class Editor:
                 tmp.write_bytes(data)
                 os.replace(tmp, self.path)
             else:
-                with open(self.path, "r+b") as handle:
-                    handle.truncate(0)
-                    handle.write(data)
+                with open(self.path, "r+b") as rewritten:
+                    rewritten.truncate(0)
+                    rewritten.write(data)
         self.saved = data
 
 
@@ -376,7 +382,7 @@ RACES = [(step, how) for step in STEPS for how in HOWS if (step, how) != ("after
 
 
 @pytest.mark.parametrize(("step", "how"), RACES)
-def test_hand_edit_during_save_survives(tmp_path: Path, swap_mode: str, step: str, how: str):
+def test_hand_edit_during_save_survives(tmp_path: Path, swap_mode: str, step: str, how: str) -> None:
     def save(store: MemoryStore) -> None:
         store.add_entry("Likes trains", confidence="high", source="user")
 
@@ -389,7 +395,7 @@ def test_hand_edit_during_save_survives(tmp_path: Path, swap_mode: str, step: st
 
 
 @pytest.mark.parametrize(("step", "how"), RACES)
-def test_hand_edit_during_forget_survives(tmp_path: Path, swap_mode: str, step: str, how: str):
+def test_hand_edit_during_forget_survives(tmp_path: Path, swap_mode: str, step: str, how: str) -> None:
     def forget(store: MemoryStore) -> None:
         entry = next(e for e in store.entries() if "dentist" in e.text)
         store.retire_entries([entry], state="forgotten")

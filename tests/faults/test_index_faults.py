@@ -14,10 +14,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlean
 from support.chat_support import ROOT, memdeck_env, run_memdeck, start_memdeck
+from support.fakeopenai import Reply
 
 from tui.engine.embeddings import Embedder, count_tokens_batch
 from tui.engine.engine import MemoryEngine
@@ -85,6 +87,7 @@ class Holder:
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
+        assert self.process.stderr is not None
         assert line.strip() == "locked", line + self.process.stderr.read()
 
     def release(self) -> None:
@@ -233,9 +236,10 @@ def test_a_non_database_file_is_still_moved_aside(tmp_path: Path) -> None:
 def _live_chunks_with(db: Path, word: str) -> int:
     conn = sqlean.connect(str(db))
     try:
-        return conn.execute(
+        count: int = conn.execute(
             "SELECT count(*) FROM chunks WHERE text LIKE ?", (f"%{word}%",)
         ).fetchone()[0]
+        return count
     finally:
         conn.close()
 
@@ -411,7 +415,7 @@ def test_consolidation_accepts_a_memory_file_with_a_non_utf8_byte(tmp_path: Path
 
     answer = "# Long-term Memory\n\n- Caf\ufffd au lait every morning\n- Keeps two hives now\n"
 
-    def respond(body: dict) -> object:
+    def respond(body: dict[str, Any]) -> Reply | None:
         system = " ".join(
             str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -110,7 +110,7 @@ def test_corrupt_ledger_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     Workspace.open(root)
     now = "2026-11-24T10:00:00+00:00"
     write_ledger(root, now)
-    report = usage.summary(root, now=usage.datetime.fromisoformat(now))
+    report = usage.summary(root, now=datetime.fromisoformat(now))
     assert report["skipped"] == len(CORRUPT_LINES)
     assert report["today"]["total"]["calls"] == 2
     assert report["today"]["total"]["prompt_tokens"] == 20
@@ -119,7 +119,7 @@ def test_corrupt_ledger_lines_are_skipped_and_counted(tmp_path: Path) -> None:
 def test_memdeck_usage_survives_a_corrupt_ledger_and_says_how_many(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     Workspace.open(root)
-    write_ledger(root, usage.datetime.now().astimezone().isoformat(timespec="seconds"))
+    write_ledger(root, datetime.now().astimezone().isoformat(timespec="seconds"))
     result = run_memdeck(["--workspace", str(root), "usage"], memdeck_env(None, tmp_path))
     assert result.returncode == 0, result.stderr
     one_line_or_none(result.stderr)
@@ -198,7 +198,7 @@ def test_injection_counts_only_what_can_be_packed(lines: int) -> None:
 def test_a_future_dated_log_does_not_demote_the_true_latest_fact(
     tmp_path: Path, embedder: Embedder
 ) -> None:
-    def editor_search(with_future: bool) -> tuple[SearchResult, list[str]]:
+    def editor_search(with_future: bool) -> tuple[list[SearchResult], list[str]]:
         root = tmp_path / ("with" if with_future else "without")
         workspace = Workspace.open(root)
         (root / "memory").mkdir()

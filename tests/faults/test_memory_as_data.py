@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 import pytest
 from support.chat_support import make_config, make_engine, memdeck_env, run_memdeck
-from support.fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI, Reply
 
 from tui.chat.chat import ChatEngine
-from tui.chat.events import ToolCallFinished
+from tui.chat.events import ChatEvent, ToolCallFinished
 from tui.engine.inject import MEMORY_TAG, SUMMARY_TAG, delimited_block, neutralise_markers
 from tui.engine.workspace import Workspace
 
@@ -36,7 +37,7 @@ FACTS = [
 ]
 
 
-async def turn(engine: ChatEngine, session_id: str, text: str) -> list:
+async def turn(engine: ChatEngine, session_id: str, text: str) -> list[ChatEvent]:
     return [event async for event in engine.run_turn(session_id, text)]
 
 
@@ -53,13 +54,13 @@ def notes_block(system_prompt: str) -> str:
 
 
 @pytest.fixture
-def server() -> FakeOpenAI:
+def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:
         yield fake
 
 
 @pytest.fixture
-def engine(tmp_path: Path, server: FakeOpenAI) -> ChatEngine:
+def engine(tmp_path: Path, server: FakeOpenAI) -> Iterator[ChatEngine]:
     chat = make_engine(tmp_path, make_config(tmp_path, server))
     yield chat
     chat.close()
@@ -148,7 +149,7 @@ def seed_facts(memory_md: Path) -> None:
     )
 
 
-def four_forgets() -> list:
+def four_forgets() -> list[Reply]:
     return [FakeOpenAI.tool_calls(*(("forget_memory", {"query": fact}) for fact in FACTS[:4]))]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.fakeopenai import FakeOpenAI
@@ -111,7 +112,7 @@ async def test_a_turn_cancelled_mid_answer_keeps_the_partial_answer(
     assert answers[0].incomplete
 
 
-async def start_a_long_answer(pilot: Pilot, app: MemdeckApp) -> ChatPane:
+async def start_a_long_answer(pilot: Pilot[Any], app: MemdeckApp) -> ChatPane:
     """Type and send a message whose answer streams slowly; return once it has begun."""
     await app_ready(pilot)
     pane = app.main_screen.chat_pane

@@ -8,6 +8,7 @@ in a pseudo-terminal for the signal.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from support.chat_support import memdeck_env
 from support.pilot import APP_MEMORY, app_ready, small_app, wait_until
@@ -31,7 +32,7 @@ def memory_md(engine: ChatEngine) -> Path:
     return engine.memory.workspace.root / "MEMORY.md"
 
 
-async def type_at_the_end(pilot: Pilot, app: MemdeckApp, text: str) -> None:
+async def type_at_the_end(pilot: Pilot[Any], app: MemdeckApp, text: str) -> None:
     """F5, then type ``text`` on a new last line of MEMORY.md."""
     editor = app.main_screen.memory_panels.memory_editor
     await pilot.press("f5")
@@ -43,7 +44,7 @@ async def type_at_the_end(pilot: Pilot, app: MemdeckApp, text: str) -> None:
     await wait_until(pilot, lambda: editor.is_dirty, "the edit")
 
 
-async def quit_is_asked(pilot: Pilot, app: MemdeckApp) -> None:
+async def quit_is_asked(pilot: Pilot[Any], app: MemdeckApp) -> None:
     await pilot.press("ctrl+q")
     await wait_until(pilot, lambda: isinstance(app.screen, UnsavedQuitScreen), "the question")
 
@@ -131,7 +132,7 @@ def test_a_terminated_app_keeps_unsaved_edits_in_a_recovery_copy(tmp_path: Path)
 # -- 2. the conflict dialog destroys nothing on Enter -------------------------------------
 
 
-async def open_conflict(pilot: Pilot, app: MemdeckApp, engine: ChatEngine, outside: str) -> None:
+async def open_conflict(pilot: Pilot[Any], app: MemdeckApp, engine: ChatEngine, outside: str) -> None:
     await type_at_the_end(pilot, app, TYPED)
     with memory_md(engine).open("a", encoding="utf-8") as handle:
         handle.write(outside)

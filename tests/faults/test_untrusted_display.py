@@ -11,6 +11,7 @@ import ast
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from rich.segment import Segment
 from support.chat_support import memdeck_env, run_memdeck
@@ -98,7 +99,7 @@ def assert_shown_as_text(widget: Widget, expected: str) -> None:
 # -- A.1: markup --------------------------------------------------------------------------
 
 
-async def show_tab(pilot: Pilot, key: str, widget_id: str) -> Widget:
+async def show_tab(pilot: Pilot[Any], key: str, widget_id: str) -> Widget:
     app = pilot.app
     await pilot.press(key)
     widget = app.screen.query_one(f"#{widget_id}")
@@ -147,7 +148,7 @@ async def test_a_toast_from_a_file_name_with_markup_shows_it_as_text(
         assert app.is_running
 
 
-async def toast_saying(pilot: Pilot, words: str) -> Toast:
+async def toast_saying(pilot: Pilot[Any], words: str) -> Toast:
     """The toast that shows ``words``, once it is drawn."""
 
     def find() -> Toast | None:

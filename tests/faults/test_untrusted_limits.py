@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 from support.chat_support import memdeck_env, run_memdeck
-from support.mcp_support import connected
+from support.mcp_support import connected, structured, text_of
 
 from tui.chat.tools import MemoryTools
 from tui.engine.embed_helper import HelperEmbedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.fileio import MAX_INDEXED_BYTES, FileTooLargeError
 from tui.engine.inject import MEMORY_TAG
+from tui.engine.search_results import SearchResponse
 
 OPEN, CLOSE = f"<{MEMORY_TAG}>", f"</{MEMORY_TAG}>"
 
@@ -105,7 +106,7 @@ async def test_no_disguised_closing_marker_survives_the_mcp_recall_prompt(
     async with connected(forged_workspace, tmp_path) as session:
         prompt = await session.get_prompt("recall", {"query": "tea"})
     [message] = prompt.messages
-    assert_one_block_holding_every_forgery(message.content.text)
+    assert_one_block_holding_every_forgery(text_of(message.content))
 
 
 @pytest.mark.parametrize(
@@ -163,12 +164,12 @@ async def test_memory_get_over_mcp_refuses_a_file_over_the_index_bound(
         refused = await session.call_tool("memory_get", {"path": HUGE_LOG})
         small = await session.call_tool("memory_get", {"path": "memory/2026-11-20.md"})
     assert refused.isError is True
-    line = refused.content[0].text  # the one line a client shows
+    line = text_of(refused.content[0])  # the one line a client shows
     assert line.startswith("too_large: ") and "\n" not in line
-    message = json.loads(refused.content[1].text)["message"]
+    message = json.loads(text_of(refused.content[1]))["message"]
     assert message in line and HUGE_LOG in message and "157.3 MB" in message
     assert f"{MAX_INDEXED_BYTES / 1e6:.0f} MB limit" in message
-    assert small.isError is False and "SYSTEM-0" in small.structuredContent["text"]
+    assert small.isError is False and "SYSTEM-0" in structured(small)["text"]
 
 
 def test_a_huge_file_is_refused_without_being_read(memory: MemoryEngine) -> None:
@@ -251,7 +252,7 @@ def test_a_stopped_helper_gives_bm25_results_with_a_notice_not_a_long_wait(
             os.kill(stopped, signal.SIGCONT)
     assert len(outcome) == 1, "the search waited on the stopped helper"
     [response] = outcome
-    assert not isinstance(response, BaseException), response
+    assert isinstance(response, SearchResponse), response
     assert response.mode == "bm25"
     assert "bees" in response.results[0].text
     [notice] = [note for note in response.notes if "BM25 only" in note]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.chat_support import memdeck_env, run_memdeck
@@ -18,6 +19,7 @@ from support.pilot import app_ready, small_app, wait_until
 
 from tui.app.panels.activity_panel import ActivityPanel
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
+from tui.chat.chat import ChatEngine
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryStore
 from tui.engine.workspace import Workspace
@@ -72,7 +74,7 @@ REPEATING = st.lists(st.sampled_from(["- a", "- b", ""]), min_size=1, max_size=8
 
 @settings(max_examples=400, deadline=None)
 @given(base=REPEATING, data=st.data())
-def test_a_deletion_and_an_insertion_elsewhere_both_survive(base: list[str], data) -> None:
+def test_a_deletion_and_an_insertion_elsewhere_both_survive(base: list[str], data: st.DataObject) -> None:
     deleted = data.draw(st.integers(0, len(base) - 1), label="deleted")
     inserted_at = data.draw(st.integers(0, len(base)), label="inserted at")
     theirs = base[:deleted] + base[deleted + 1 :]
@@ -132,7 +134,7 @@ def test_the_same_change_on_both_sides_is_taken_once(
 
 @settings(max_examples=300, deadline=None)
 @given(base=REPEATING, data=st.data())
-def test_overlapping_different_changes_clash(base: list[str], data) -> None:
+def test_overlapping_different_changes_clash(base: list[str], data: st.DataObject) -> None:
     start = data.draw(st.integers(0, len(base) - 1), label="start")
     mine = _changed(base, start, start + 1, ["- mine"])
     other_start = data.draw(st.integers(max(0, start - 1), start), label="other start")
@@ -272,7 +274,7 @@ SECTION_NAMES = st.sampled_from(["## Health", "## Home", "### Garden", "## Healt
 
 
 @st.composite
-def sectioned_memory(draw) -> str:
+def sectioned_memory(draw: st.DrawFn) -> str:
     """A MEMORY.md of sections (some with the same heading), entries and blank lines."""
     lines = [draw(st.sampled_from(["# Long-term Memory", ""]))]
     number = 0
@@ -291,7 +293,7 @@ def sectioned_memory(draw) -> str:
 @settings(max_examples=150, deadline=None)
 @given(text=sectioned_memory(), data=st.data())
 def test_entries_forgotten_together_come_back_where_they_were(
-    tmp_path_factory, text: str, data
+    tmp_path_factory: pytest.TempPathFactory, text: str, data: st.DataObject
 ) -> None:
     """Restored top down (as the Activity tab's undo and ``forgotten --restore`` do), the file
     is byte for byte as before the forget; in any order, every entry is back in its section
@@ -330,7 +332,7 @@ def _section_of(text: str, line: int) -> str:
 
 
 async def test_the_activity_tabs_undo_puts_an_agents_forget_back_in_place(
-    engine, tmp_path: Path
+    engine: ChatEngine, tmp_path: Path
 ) -> None:
     """Another agent forgets a ``## Health`` entry over MCP (a real server process); ``u`` in
     the Activity tab brings it back under ``## Health``: the file is as it was, and the
@@ -369,7 +371,7 @@ async def test_the_activity_tabs_undo_puts_an_agents_forget_back_in_place(
 
 
 async def test_the_conflict_dialog_never_offers_a_keep_both_that_undoes_a_forget(
-    engine, tmp_path: Path
+    engine: ChatEngine, tmp_path: Path
 ) -> None:
     """The issue's case in the app: three identical lines in the editor, a line typed after
     the first, an outside forget of one copy. Where the typed line belongs relative to the

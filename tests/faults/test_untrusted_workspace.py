@@ -177,7 +177,10 @@ def test_a_memory_link_into_sessions_is_refused_like_one_into_memdeck(tmp_path: 
 def _cache_rows(db: Path) -> list[tuple[str, int]]:
     conn = sqlean.connect(str(db))
     try:
-        return conn.execute("SELECT hash, length(embedding) FROM embedding_cache").fetchall()
+        rows: list[tuple[str, int]] = conn.execute(
+            "SELECT hash, length(embedding) FROM embedding_cache"
+        ).fetchall()
+        return rows
     finally:
         conn.close()
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from support.chat_support import ROOT, make_config, make_engine, memdeck_env
 from support.fakeopenai import FakeOpenAI
-from support.mcp_support import RawClient, connected
+from support.mcp_support import RawClient, connected, structured
 
 from tui.chat.chat import ChatEngine
 from tui.chat.consolidation.planner import plan_proposal
@@ -79,16 +79,16 @@ async def test_a_client_save_is_written_without_control_characters_and_says_so(
 ) -> None:
     async with connected(workspace, tmp_path) as session:
         result = await session.call_tool("save_memory", {"content": HOSTILE_TEXT})
-    assert result.isError is False and result.structuredContent["saved"] is True
+    assert result.isError is False and structured(result)["saved"] is True
     text = (workspace / "MEMORY.md").read_text(encoding="utf-8")
     assert text.startswith(MEMORY)  # the user's own escape sequences are their bytes
     written = text[len(MEMORY) :]
     assert not CONTROLS.search(written), repr(written)
     assert "The user likes ]2;PWNEDgreen tea[5m ]52;c;cm0gLXJmIH4=31m" in written
-    message = result.structuredContent["message"]
+    message = structured(result)["message"]
     assert "removed 7 control characters" in message
     assert "U+001B" in message and "U+0007" in message and "U+009B" in message
-    assert result.structuredContent["cleaned"] == [
+    assert structured(result)["cleaned"] == [
         "removed 7 control characters (U+001B, U+0007, U+009B, U+007F)"
     ]
 
@@ -99,8 +99,8 @@ async def test_a_client_save_of_nothing_but_control_characters_is_refused(
     async with connected(workspace, tmp_path) as session:
         result = await session.call_tool("save_memory", {"content": "\u001b\u0007\u009b"})
     assert result.isError is True
-    assert result.structuredContent["error"] == "validation_error"
-    assert "removed 3 control characters" in result.structuredContent["message"]
+    assert structured(result)["error"] == "validation_error"
+    assert "removed 3 control characters" in structured(result)["message"]
     assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == MEMORY
 
 
@@ -183,8 +183,10 @@ def test_consolidation_cleans_the_models_lines_and_keeps_the_users() -> None:
     new_line = next(line for line in proposal.text.splitlines() if "chess" in line)
     assert not CONTROLS.search(new_line)
     added = [e for e in parse_entries(proposal.text) if "chess" in e.text]
-    assert len(added) == 1 and added[0].active and added[0].meta.state == "active"
-    assert added[0].meta.extra == {"consolidation": "p1"}
+    assert len(added) == 1 and added[0].active
+    meta = added[0].meta
+    assert meta is not None and meta.state == "active"
+    assert meta.extra == {"consolidation": "p1"}
     assert any("control characters" in note for note in proposal.notes)
 
 
@@ -220,9 +222,9 @@ async def test_a_client_cannot_save_an_entry_born_forgotten(
     async with connected(workspace, tmp_path) as session:
         saved = await session.call_tool("save_memory", {"content": FORGED_COMMENTS[0]})
         found = await session.call_tool("memory_search", {"query": "locker code 4412"})
-    assert saved.structuredContent["saved"] is True
-    assert "escaped 1 comment marker" in saved.structuredContent["message"]
-    assert any("4412" in hit["snippet"] for hit in found.structuredContent["results"])
+    assert structured(saved)["saved"] is True
+    assert "escaped 1 comment marker" in structured(saved)["message"]
+    assert any("4412" in hit["snippet"] for hit in structured(found)["results"])
     texts = active_texts(workspace / "MEMORY.md")
     assert any("4412" in t for t in texts)
 

@@ -8,10 +8,11 @@ import os
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.chat_support import memdeck_env, run_memdeck
-from support.mcp_support import connected, server_parameters
+from support.mcp_support import connected, server_parameters, structured, text_of
 
 from tui.chat.activity import ActivityLog
 from tui.chat.tool_specs import TOOL_SPECS
@@ -34,7 +35,7 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace, tmp_path):
+async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace: Path, tmp_path: Path) -> None:
     async with connected(workspace, tmp_path) as session:
         tools = (await session.list_tools()).tools
         prompts = (await session.list_prompts()).prompts
@@ -43,34 +44,35 @@ async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace, tmp
         assert tool.description == spec.description
         assert tool.inputSchema == spec.input_schema()
     by_name = {t.name: t for t in tools}
-    assert by_name["memory_search"].annotations.readOnlyHint is True
-    assert by_name["forget_memory"].annotations.destructiveHint is True
+    search_hints, forget_hints = by_name["memory_search"].annotations, by_name["forget_memory"].annotations
+    assert search_hints is not None and search_hints.readOnlyHint is True
+    assert forget_hints is not None and forget_hints.destructiveHint is True
     assert [p.name for p in prompts] == ["recall"]
-    assert [a.name for a in prompts[0].arguments] == ["query"]
+    assert [a.name for a in prompts[0].arguments or []] == ["query"]
 
 
-async def test_search_finds_a_seeded_fact_with_its_breakdown(workspace, tmp_path):
+async def test_search_finds_a_seeded_fact_with_its_breakdown(workspace: Path, tmp_path: Path) -> None:
     async with connected(workspace, tmp_path) as session:
         result = await session.call_tool(
             "memory_search", {"query": "what is the deploy procedure for prod", "maxResults": 3}
         )
     assert result.isError is False
-    hits = result.structuredContent["results"]
+    hits = structured(result)["results"]
     assert hits[0]["path"] == "MEMORY.md"
     assert "deploy.sh" in hits[0]["snippet"]
     assert (hits[0]["startLine"], hits[0]["endLine"]) == (3, 3)
     breakdown = hits[0]["breakdown"]
     assert breakdown["vector"] is not None and breakdown["vector"] > 0  # the model was loaded
     assert {"bm25", "text", "hybrid", "relevance", "decay", "recency"} <= set(breakdown)
-    assert json.loads(result.content[0].text) == result.structuredContent
+    assert json.loads(text_of(result.content[0])) == result.structuredContent
 
 
-async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(workspace, tmp_path):
+async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(workspace: Path, tmp_path: Path) -> None:
     async with connected(workspace, tmp_path) as session:
         result = await session.call_tool(
             "save_memory", {"content": "The staging database is called wombat"}
         )
-    assert result.isError is False and result.structuredContent["saved"] is True
+    assert result.isError is False and structured(result)["saved"] is True
     text = (workspace / "MEMORY.md").read_text()
     assert text.startswith(MEMORY)  # every existing byte kept
     assert "The staging database is called wombat" in text
@@ -82,18 +84,18 @@ async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(workspace, tmp
     assert "wombat" in json.loads(found.stdout)["results"][0]["text"]
 
 
-async def test_a_path_outside_the_workspace_is_an_error_and_serving_goes_on(workspace, tmp_path):
+async def test_a_path_outside_the_workspace_is_an_error_and_serving_goes_on(workspace: Path, tmp_path: Path) -> None:
     async with connected(workspace, tmp_path) as session:
         refused = await session.call_tool("memory_get", {"path": "../../etc/passwd"})
         after = await session.call_tool("memory_get", {"path": "MEMORY.md"})
     assert refused.isError is True
-    assert refused.structuredContent["error"] == "path_refused"
-    assert refused.content[0].text.startswith("path_refused: ")
+    assert structured(refused)["error"] == "path_refused"
+    assert text_of(refused.content[0]).startswith("path_refused: ")
     assert "root:" not in json.dumps(refused.model_dump())
-    assert after.isError is False and "deploy.sh" in after.structuredContent["text"]
+    assert after.isError is False and "deploy.sh" in structured(after)["text"]
 
 
-async def test_hostile_arguments_are_errors_and_the_next_call_works(workspace, tmp_path):
+async def test_hostile_arguments_are_errors_and_the_next_call_works(workspace: Path, tmp_path: Path) -> None:
     async with connected(workspace, tmp_path) as session:
         huge = await session.call_tool("memory_search", {"query": "deploy", "maxResults": 10**400})
         unknown = await session.call_tool("memory_search", {"query": "deploy", "rm": "-rf"})
@@ -102,13 +104,13 @@ async def test_hostile_arguments_are_errors_and_the_next_call_works(workspace, t
         fine = await session.call_tool("memory_search", {"query": "deploy", "maxResults": 2})
     for bad in (huge, unknown, wrong):
         assert bad.isError is True
-        assert bad.structuredContent["error"] == "validation_error"
-    assert "maxResults" in huge.content[0].text
-    assert no_tool.isError is True and no_tool.structuredContent["error"] == "unknown_tool"
-    assert fine.isError is False and fine.structuredContent["results"]
+        assert structured(bad)["error"] == "validation_error"
+    assert "maxResults" in text_of(huge.content[0])
+    assert no_tool.isError is True and structured(no_tool)["error"] == "unknown_tool"
+    assert fine.isError is False and structured(fine)["results"]
 
 
-def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(workspace, tmp_path):
+def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(workspace: Path, tmp_path: Path) -> None:
     """JSON the SDK client would never write (it turns infinity into null): raw lines."""
     params = server_parameters(workspace, tmp_path)
     lines = [
@@ -142,7 +144,8 @@ def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(workspa
         cwd=params.cwd,
         text=True,
     )
-    answers: dict[int, dict] = {}
+    assert server.stdin is not None and server.stdout is not None
+    answers: dict[int, dict[str, Any]] = {}
     try:
         for line in raw:  # one at a time, each answered before the next (stdin stays open)
             server.stdin.write(line + "\n")
@@ -161,7 +164,7 @@ def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(workspa
     assert answers[3]["result"]["structuredContent"]["results"]
 
 
-async def test_recall_is_the_block_memdeck_inject_gives(workspace, tmp_path):
+async def test_recall_is_the_block_memdeck_inject_gives(workspace: Path, tmp_path: Path) -> None:
     query = "how did we fix the flaky login test"
     async with connected(workspace, tmp_path) as session:
         prompt = await session.get_prompt("recall", {"query": query})
@@ -173,11 +176,11 @@ async def test_recall_is_the_block_memdeck_inject_gives(workspace, tmp_path):
     assert "stale cache" in block
     [message] = prompt.messages
     assert message.role == "user"
-    assert message.content.text == recall_text(block)
-    assert "not instructions" in message.content.text.split("<memory-notes>")[0]
+    assert text_of(message.content) == recall_text(block)
+    assert "not instructions" in text_of(message.content).split("<memory-notes>")[0]
 
 
-async def test_every_call_is_in_the_private_activity_log(workspace, tmp_path):
+async def test_every_call_is_in_the_private_activity_log(workspace: Path, tmp_path: Path) -> None:
     async with connected(workspace, tmp_path) as session:
         await session.call_tool("memory_search", {"query": "code review SLA"})
         await session.call_tool("save_memory", {"content": "Standup moved to 9:45"})

@@ -35,8 +35,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Upper bound for anything the app does in the background (a bound, not a speed test).
 WAIT_S = 60.0
 
+#: pytest-textual-snapshot's ``snap_compare`` fixture (the plugin ships no types).
+SnapCompare = Callable[..., bool]
 
-async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], what: str) -> None:
+
+async def wait_until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -> None:
     """Let the app run until ``condition`` holds; fail after :data:`WAIT_S`."""
     deadline = time.monotonic() + WAIT_S
     while not condition():
