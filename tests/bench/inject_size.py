@@ -44,7 +44,7 @@ def memory_text(lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def timed(call: Callable[[], object], runs: int) -> tuple[float, float]:
+def timed(call: Callable[..., object], runs: int) -> tuple[float, float]:
     times = []
     for _ in range(runs):
         began = time.perf_counter()

@@ -53,15 +53,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from tui.engine.chunker import ChunkParams
-from tui.engine.embeddings import Embedder, count_tokens
+from tui.engine.embeddings import Embedder, TextEmbedder, count_tokens
 from tui.engine.engine import MemoryEngine
-from tui.engine.inject import InjectionOptions, build_injection
+from tui.engine.inject import build_injection
+from tui.engine.options import InjectionOptions, SearchOptions
 from tui.engine.remote_embeddings import RemoteEmbedder
-from tui.engine.search import SearchOptions, SearchResult, search
+from tui.engine.search import SearchResult, search
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -126,7 +128,7 @@ def parse_session_date(text: str) -> date:
     raise ValueError(f"unrecognised session date {text!r}")
 
 
-def turn_bullet(turn: dict) -> str:
+def turn_bullet(turn: dict[str, Any]) -> str:
     """One daily-log bullet for a turn, on one line."""
     text = " ".join(str(turn.get("text", "")).split())
     line = f"- [{turn['dia_id']}] **{turn['speaker']}**: {text}"
@@ -143,7 +145,7 @@ def note_bullet(speaker: str, text: str, ids: Iterable[str]) -> str:
 
 def observation_bullets(observations: object) -> list[str]:
     """A session's LoCoMo ``observation`` (speaker → [[text, dia_id(s)], ...]) as bullets."""
-    bullets = []
+    bullets: list[str] = []
     if not isinstance(observations, dict):
         return bullets
     for speaker, items in observations.items():
@@ -167,7 +169,7 @@ def load_conversations(path: Path, memory: str = "dialogue") -> list[Conversatio
     (``memory="dialogue"``) or its distilled observations, each tagged with the turns it came
     from (``"notes"``: the kind of memory a flush writes; only questions whose evidence the
     notes carry are kept)."""
-    conversations = []
+    conversations: list[Conversation] = []
     for item in json.loads(path.read_text(encoding="utf-8")):
         conv = item["conversation"]
         numbers = sorted(
@@ -222,7 +224,7 @@ class QueryCachingEmbedder(Embedder):
 class QueryCachingRemoteEmbedder(RemoteEmbedder):
     """An OpenAI-compatible embedding endpoint; a question asked again is not re-embedded."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._queries: dict[str, np.ndarray] = {}
 
@@ -302,7 +304,7 @@ class Indexed:
 
 
 def index_conversation(
-    root: Path, conv: Conversation, embedder: Embedder, params: ChunkParams
+    root: Path, conv: Conversation, embedder: TextEmbedder, params: ChunkParams
 ) -> Indexed:
     engine = MemoryEngine(root / conv.sample_id, embedder=embedder, chunk_params=params)
     write_workspace(engine, conv)
@@ -323,7 +325,7 @@ def index_conversation(
         and not _TAG.match(row.text.splitlines()[-1])
     )
     return Indexed(
-        conv, engine, lines, int(stats["chunks"]), report.embedded, seconds, split_turns=split
+        conv, engine, lines, int(str(stats["chunks"])), report.embedded, seconds, split_turns=split
     )
 
 
@@ -331,7 +333,7 @@ def index_conversation(
 
 
 def retrieve(
-    ix: Indexed, question: str, mode: str, **overrides: object
+    ix: Indexed, question: str, mode: str, **overrides: Any
 ) -> tuple[list[SearchResult], str]:
     """Ranked results of one mode; ``bm25`` runs the search with no query vector."""
     now = ix.conv.now
@@ -360,21 +362,21 @@ class Scores:
     """Recall values per row label and category, in insertion order."""
 
     def __init__(self) -> None:
-        self.values: dict[tuple, dict[int, list[float]]] = {}
-        self.extra: dict[tuple, list[float]] = defaultdict(list)
+        self.values: dict[tuple[str, ...], dict[int, list[float]]] = {}
+        self.extra: dict[tuple[str, ...], list[float]] = defaultdict(list)
 
-    def add(self, key: tuple, category: int, value: float) -> None:
+    def add(self, key: tuple[str, ...], category: int, value: float) -> None:
         self.values.setdefault(key, defaultdict(list))[category].append(value)
 
-    def flat(self, key: tuple) -> list[float]:
+    def flat(self, key: tuple[str, ...]) -> list[float]:
         """Every question's value, in a fixed order (same questions → same order)."""
         vals = self.values[key]
         return [v for c in sorted(vals) for v in vals[c]]
 
-    def overall(self, key: tuple) -> float:
+    def overall(self, key: tuple[str, ...]) -> float:
         return statistics.fmean(self.flat(key))
 
-    def delta(self, key: tuple, base: tuple) -> str:
+    def delta(self, key: tuple[str, ...], base: tuple[str, ...]) -> str:
         """Paired difference of the overall means, ± its standard error."""
         diffs = [a - b for a, b in zip(self.flat(key), self.flat(base), strict=True)]
         if not any(diffs):
@@ -382,7 +384,7 @@ class Scores:
         se = statistics.stdev(diffs) / math.sqrt(len(diffs))
         return f"{statistics.fmean(diffs):+.3f} ± {se:.3f}"
 
-    def category(self, key: tuple, category: int) -> float | None:
+    def category(self, key: tuple[str, ...], category: int) -> float | None:
         vals = self.values[key].get(category)
         return statistics.fmean(vals) if vals else None
 
@@ -390,12 +392,12 @@ class Scores:
 def evaluate(
     ix: Indexed,
     scores: Scores,
-    label: tuple,
+    label: tuple[str, ...],
     mode: str,
     *,
     ks: Sequence[int] = KS,
     budgets: Sequence[int] = BUDGETS,
-    **overrides: object,
+    **overrides: Any,
 ) -> None:
     """Score one configuration on every question of one indexed conversation."""
     expected_mode = "bm25" if mode == "bm25" else "hybrid"
@@ -413,7 +415,7 @@ def evaluate(
                 scores.add((*label, f"≤{budget} tok"), q.category, recall(q.evidence, ix.ids(kept)))
 
 
-def inject(ix: Indexed, question: str, **overrides: object) -> tuple[set[str], int]:
+def inject(ix: Indexed, question: str, **overrides: Any) -> tuple[set[str], int]:
     """Turns covered by what ``engine.inject`` puts in the prompt, and its token count.
 
     ``overrides`` change the engine's search options for this call (the app's config knobs).
@@ -439,7 +441,7 @@ def inject(ix: Indexed, question: str, **overrides: object) -> tuple[set[str], i
 
 
 def evaluate_defaults(
-    ix: Indexed, scores: Scores, label: tuple, *, min_score: float = DEFAULTS.min_score
+    ix: Indexed, scores: Scores, label: tuple[str, ...], *, min_score: float = DEFAULTS.min_score
 ) -> None:
     """Recall@5 under a min_score filter, and what the app's injection would carry."""
     for q in ix.conv.questions:
@@ -489,7 +491,7 @@ REFERENCE_NOTE = (
 
 
 def overall_table(
-    rows: list[tuple[str, ...]], columns: list[str], cell: Callable[[tuple, str], str]
+    rows: Sequence[tuple[str, ...]], columns: list[str], cell: Callable[[tuple[str, ...], str], str]
 ) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
@@ -517,7 +519,7 @@ INDEX_LOG: list[str] = []
 
 
 def index_all(
-    root: Path, conversations: list[Conversation], embedder: Embedder, params: ChunkParams
+    root: Path, conversations: list[Conversation], embedder: TextEmbedder, params: ChunkParams
 ) -> list[Indexed]:
     indexed = [index_conversation(root, conv, embedder, params) for conv in conversations]
     chunks = sum(ix.chunks for ix in indexed)
@@ -678,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [(c, w) for (c, w, m) in exp.values if m == "recall@5"]
         base = {c: (c, variants[0][0]) for c, _ in rows}
 
-        def cell(row: tuple, column: str) -> str:
+        def cell(row: tuple[str, ...], column: str) -> str:
             if column == "inject tokens":
                 return f"{statistics.fmean(exp.extra[(*row, 'inject')]):.0f}"
             if column.startswith("Δ"):
@@ -703,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
         default_label = f"units, context {DEFAULT_CHUNKS.context_entries}"
         ms_rows = [(default_label, f"{m:g}") for m in min_scores]
 
-        def ms_cell(row: tuple, column: str) -> str:
+        def ms_cell(row: tuple[str, ...], column: str) -> str:
             chunk_label, m = row
             r5 = (chunk_label, "ms", f"recall@5, min_score {m}")
             inj = (chunk_label, "ms", f"inject (budget-packed, min_score {m})")

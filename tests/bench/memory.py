@@ -51,8 +51,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from bench_words import FILLER_WORDS
 
@@ -174,7 +176,7 @@ def prepare(root: Path, chunks: int, new: int) -> int:
 # --------------------------------------------------------------------------- measured run
 
 
-async def _wait(condition, what: str, timeout: float = 900.0) -> None:
+async def _wait(condition: Callable[[], object], what: str, timeout: float = 900.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -229,7 +231,7 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
         if not app.ready or any(w.group == "index" and w.is_running for w in app.workers):
             return False
         memory = app.engine.memory
-        stats = memory.index.stats()
+        stats: dict[str, Any] = memory.index.stats()
         if stats["chunks"] < expected:
             return False
         return mode == "lazy" or (memory.model_loaded and stats["embedded"] == stats["chunks"])
@@ -270,7 +272,10 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
                 **_helper_figures(app),
             )
             if getattr(memory.embedder, "helper_pid", None) is not None:
-                await _wait(lambda: memory.embedder.helper_pid is None, "the helper's idle exit")
+                await _wait(
+                    lambda: getattr(memory.embedder, "helper_pid", None) is None,
+                    "the helper's idle exit",
+                )
                 await asyncio.sleep(0.5)
                 _report(f"after the helper's idle exit ({idle_exit:g} s)")
                 start = time.perf_counter()
@@ -287,7 +292,7 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
 # --------------------------------------------------------------------------- driver
 
 
-def _run_child(root: Path, mode: str, expected: int, searches: int, idle_exit: float) -> list[dict]:
+def _run_child(root: Path, mode: str, expected: int, searches: int, idle_exit: float) -> list[dict[str, Any]]:
     cmd = [
         sys.executable,
         __file__,

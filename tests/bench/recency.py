@@ -1190,7 +1190,7 @@ def validate(personas: Sequence[Persona] = PERSONAS) -> list[str]:
             if case.category == CURRENT:
                 if any(t is None for t in target_days) or any(r is None for r in rival_days):
                     problems.append(f"{where}: current-state entries must be in dated logs")
-                elif min(target_days) <= max(rival_days):  # type: ignore[type-var]
+                elif min(target_days) <= max(rival_days):  # type: ignore[type-var, operator]
                     problems.append(f"{where}: the target is not newer than every rival")
             if case.category == MEMORY_VS_LOG:
                 if any(t is None for t in target_days):
@@ -1200,7 +1200,7 @@ def validate(personas: Sequence[Persona] = PERSONAS) -> list[str]:
             if case.category == HISTORY:
                 if any(t is None for t in target_days) or any(r is None for r in rival_days):
                     problems.append(f"{where}: history entries must be in dated logs")
-                elif not max(target_days) < max(rival_days):  # type: ignore[type-var]
+                elif not max(target_days) < max(rival_days):  # type: ignore[type-var, operator]
                     problems.append(f"{where}: no rival is newer than the target")
             if case.category == TIME:
                 if case.window is None:

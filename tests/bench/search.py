@@ -62,7 +62,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 # First: BLAS pinned to one thread before numpy loads, as the app's entry point does.
 importlib.import_module("tui.engine.heap").tune_process()
@@ -70,7 +70,12 @@ importlib.import_module("tui.engine.heap").tune_process()
 import numpy as np  # noqa: E402
 
 from tui.engine.chunker import ChunkParams, chunk_markdown, embed_text  # noqa: E402
-from tui.engine.embeddings import Embedder, count_tokens_batch, load_tokenizer  # noqa: E402
+from tui.engine.embeddings import (  # noqa: E402
+    Embedder,
+    TextEmbedder,
+    count_tokens_batch,
+    load_tokenizer,
+)
 from tui.engine.engine import MemoryEngine  # noqa: E402
 from tui.engine.fileio import sha256_text  # noqa: E402
 from tui.engine.index import MemoryIndex  # noqa: E402
@@ -155,7 +160,7 @@ def verdict(ok: bool) -> str:
     return "MET" if ok else "MISSED"
 
 
-def timed(fn: Callable[[], T]) -> tuple[float, T]:
+def timed(fn: Callable[..., T]) -> tuple[float, T]:
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
@@ -474,16 +479,18 @@ def build_index(
     ratio = chunks_per_block(anchors, vocab, rng)
     write_files(corpus, math.ceil(size / ratio), anchors, vocab, rng)
     ws = Workspace.open(root)
-    index = MemoryIndex(ws, RefusingEmbedder(embedder), count_tokens_batch, ChunkParams())
+    # the index only reads dims and fingerprint, and would call embed
+    refusing = cast("TextEmbedder", RefusingEmbedder(embedder))
+    index = MemoryIndex(ws, refusing, count_tokens_batch, ChunkParams())
     report = index.sync(embed=False)
     sync_s = report.seconds
-    n = int(index.stats()["chunks"])
+    n = int(str(index.stats()["chunks"]))
     if n < size:  # top up (the chunker packs short blocks together)
         write_files(corpus, math.ceil((size - n) / ratio), anchors, vocab, rng, tag="more")
         extra = index.sync(embed=False)
         sync_s += extra.seconds
         report.merge(extra)
-        n = int(index.stats()["chunks"])
+        n = int(str(index.stats()["chunks"]))
     lines.append(
         f"corpus: {corpus.n_files:,} Markdown files, {corpus.blocks:,} bullets/paragraphs, "
         f"{corpus.words:,} words, generated in {corpus.seconds:.1f} s"
@@ -540,7 +547,7 @@ def build_index(
     lines.append(
         f"chunks: {words / n:.0f} words each on average; synthetic vectors + embedding_cache "
         f"pre-fill {fill_s:.1f} s; MemoryIndex.sync stored {report.cache_hits:,} cached vectors "
-        f"into vec0 in {report.seconds:.1f} s (0 embedded); index.db {int(stats['index_bytes']) / 2**20:.0f} MB"
+        f"into vec0 in {report.seconds:.1f} s (0 embedded); index.db {int(str(stats['index_bytes'])) / 2**20:.0f} MB"
     )
     return Built(n, vectors[pick], sample_texts, sample_mix, lines)
 
@@ -749,7 +756,8 @@ def exact_knn(matrix: np.ndarray, ids: np.ndarray, q: np.ndarray, k: int) -> lis
     scores = matrix @ q
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top])]
-    return ids[top].tolist()
+    nearest: list[int] = ids[top].tolist()
+    return nearest
 
 
 def summary(label: str, values_ms: Sequence[float], width: int = 44) -> str:
@@ -948,7 +956,8 @@ def fts_section(
         return " OR ".join('"' + " ".join(t).replace('"', "") + '"' for t in terms)
 
     def run(sql: str, args: Sequence[object]) -> list[tuple[int, float]]:
-        return conn.execute(sql, list(args)).fetchall()
+        rows: list[tuple[int, float]] = conn.execute(sql, list(args)).fetchall()
+        return rows
 
     rows: list[tuple[str, dict[str, float]]] = []  # (query kind, {variant: seconds})
     overlap: list[float] = []
@@ -1043,7 +1052,8 @@ class Preselect:
             rows = np.argpartition(-approx, keep - 1)[:keep]
         scores = self.matrix[rows] @ q
         best = np.argpartition(-scores, k - 1)[:k]
-        return rows[best[np.argsort(-scores[best])]].tolist()
+        nearest: list[int] = rows[best[np.argsort(-scores[best])]].tolist()
+        return nearest
 
 
 def knn_section(
@@ -1134,7 +1144,7 @@ def knn_section(
             lambda kind=kind, factor=factor, dims=dims: Preselect(matrix, kind, factor, dims)
         )
         recs = [_recall([pre.knn(q, K) for q in sets[lb]], truths[lb], K) for lb in labels]
-        t = [timed(lambda q=q, pre=pre: pre.knn(q, K))[0] for q in qvecs[:n_time]]
+        knn_times = [timed(lambda q=q, pre=pre: pre.knn(q, K))[0] for q in qvecs[:n_time]]
         name = (
             f"sign bits, keep {factor}x{K}"
             if kind == "sign"
@@ -1142,7 +1152,7 @@ def knn_section(
         )
         say(
             f"  {name:<30} recall {' / '.join(f'{r:.4f}' for r in recs)}   "
-            f"p50 {pct(ms(t), 50):6.2f} ms   p95 {pct(ms(t), 95):6.2f} ms   (built in {t_build:.1f} s)"
+            f"p50 {pct(ms(knn_times), 50):6.2f} ms   p95 {pct(ms(knn_times), 95):6.2f} ms   (built in {t_build:.1f} s)"
         )
 
 

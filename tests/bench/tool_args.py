@@ -34,8 +34,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 # Run as a script, this file's folder comes first on sys.path, where the sibling tui.py would
 # shadow the ``tui`` package: drop it, then add the repository and tests/ (fakeopenai).
@@ -126,7 +128,12 @@ async def memdeck_assembly(base_url: str) -> tuple[tuple[float, float], int]:
     return elapsed, size
 
 
-def best(runs: int, server: ServerProcess, arguments: str, measure) -> tuple[float, float, int]:
+def best(
+    runs: int,
+    server: ServerProcess,
+    arguments: str,
+    measure: Callable[[str], Coroutine[Any, Any, tuple[tuple[float, float], int]]],
+) -> tuple[float, float, int]:
     """The lowest wall and CPU seconds of ``runs`` measurements, and the size read."""
     walls, cpus, sizes = [], [], set()
     for _ in range(runs):
@@ -148,7 +155,7 @@ def in_memory(arguments: str) -> tuple[float, float]:
         for i in range(0, len(arguments), FRAGMENT)
     ]
     started = time.perf_counter()
-    calls: dict = {}
+    calls: dict[int, Any] = {}
     for fragment in fragments:
         _add_fragment(calls, fragment, 16_777_216)
     assert calls[0].assembled("x").arguments == arguments

@@ -70,9 +70,10 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench_words import FILLER_WORDS
 
@@ -83,6 +84,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.fakeopenai import FakeOpenAI  # noqa: E402
 
 from tui.chat.config import load_config  # noqa: E402
+
+if TYPE_CHECKING:  # the app and Textual load where the bench times them
+    from textual.pilot import Pilot
+
+    from tui.app.app import MemdeckApp
+    from tui.app.panels.injection_panel import InjectionPanel
+    from tui.chat.chat import ChatEngine
+    from tui.engine.inject import Injection
 
 CACHE = Path("/tmp/memdeck-bench-tui")
 SIZE = (160, 48)
@@ -167,7 +176,7 @@ class ServerProcess:
         assert self.process.stdout is not None
         self.base_url = self.process.stdout.readline().strip()
 
-    def enqueue(self, *replies: dict) -> None:
+    def enqueue(self, *replies: dict[str, Any]) -> None:
         """Queue replies (their JSON script form) through the control URL."""
         import json
         import urllib.request
@@ -334,7 +343,7 @@ def bench_first_frame(workspace: Path, runs: int, server: FakeOpenAI) -> None:
 # -- preview and streaming (in-process, headless) --
 
 
-async def _wait(condition, timeout: float = 30.0) -> None:  # noqa: ANN001
+async def _wait(condition: Callable[..., object], timeout: float = 30.0) -> None:
     deadline = time.perf_counter() + timeout
     while not condition():
         if time.perf_counter() > deadline:
@@ -342,10 +351,15 @@ async def _wait(condition, timeout: float = 30.0) -> None:  # noqa: ANN001
         await asyncio.sleep(0.001)
 
 
-async def painted(app) -> None:  # noqa: ANN001
+async def painted(app: MemdeckApp) -> None:
     """Return once the screen has been refreshed (laid out and painted) after this call."""
     done = asyncio.get_running_loop().create_future()
-    app.screen.call_after_refresh(lambda: done.done() or done.set_result(None))
+
+    def finish() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    app.screen.call_after_refresh(finish)
     app.screen.refresh()
     await done
 
@@ -392,8 +406,8 @@ class StackSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(0.002):
-            frame = sys._current_frames().get(self._main)  # noqa: SLF001
-            where = []
+            frame = sys._current_frames().get(self._main or 0)  # noqa: SLF001
+            where: list[str] = []
             while frame is not None and len(where) < 40:
                 code = frame.f_code
                 where.append(f"{Path(code.co_filename).name}:{code.co_name}")
@@ -421,7 +435,7 @@ class StallMeter:
     """A 10 ms ticker on the event loop: the worst delay beyond its 10 ms is the worst stall
     (the UI could not react for that long). ``sample`` is called every 100 ms (on the loop)."""
 
-    def __init__(self, sample=None) -> None:  # noqa: ANN001
+    def __init__(self, sample: Callable[[], None] | None = None) -> None:
         self.stalls: list[float] = []
         #: When each tick ran (perf_counter), for ``--stacks``.
         self.ticks: list[float] = []
@@ -430,12 +444,12 @@ class StallMeter:
         self.cpu: list[float] = []
         self._sample = sample
         self._stop = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         #: Seconds each full (generation 2) garbage collection took while ticking.
         self.full_collections: list[float] = []
         self._gc_began = 0.0
 
-    def _on_gc(self, phase: str, info: dict) -> None:
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
         if info["generation"] != 2:
             return
         if phase == "start":
@@ -518,17 +532,17 @@ def stall_line(label: str, meter: StallMeter) -> str:
     return line
 
 
-async def stream_once(  # noqa: ANN201
-    app,  # noqa: ANN001
-    pilot,  # noqa: ANN001
+async def stream_once(
+    app: MemdeckApp,
+    pilot: Pilot[Any],
     server: ServerProcess,
     tokens: int,
     gap: float,
     *,
-    on_first_token=None,  # noqa: ANN001
-    until=None,  # noqa: ANN001
+    on_first_token: Callable[[], None] | None = None,
+    until: Callable[[], bool] | None = None,
     label: str = "",
-):
+) -> StallMeter:
     """Stream one answer of ``tokens`` pieces ``gap`` seconds apart into a new session.
 
     ``on_first_token`` is called once the first piece arrived; the ticker runs until the answer
@@ -627,8 +641,14 @@ def big_log(lines: int, seed: int = 3000) -> str:
 
 
 async def index_once(
-    app, pilot, server, workspace: Path, lines: int, gap: float | None, tokens: int
-) -> None:  # noqa: ANN001
+    app: MemdeckApp,
+    pilot: Pilot[Any],
+    server: ServerProcess,
+    workspace: Path,
+    lines: int,
+    gap: float | None,
+    tokens: int,
+) -> None:
     """Write a ``lines``-line daily log while the app runs (its watcher indexes it); measure the
     worst stall until it is embedded and the panels have refreshed; optionally while an answer
     streams ``gap`` seconds a piece. Removes the file afterwards."""
@@ -755,7 +775,9 @@ async def bench_in_app(
         server.stop()
 
 
-async def bench_preview(app, pilot, engine, panel, keys: int) -> None:  # noqa: ANN001
+async def bench_preview(
+    app: MemdeckApp, pilot: Pilot[Any], engine: ChatEngine, panel: InjectionPanel, keys: int
+) -> None:
     """Keystroke → injection preview, at a human pace and in a burst."""
     from textual import events
 
@@ -763,11 +785,11 @@ async def bench_preview(app, pilot, engine, panel, keys: int) -> None:  # noqa: 
     box.focus()
     # Remember the injection built for each draft: the preview is "updated" when the
     # panel shows exactly that object.
-    built: dict[str, object] = {}
+    built: dict[str, Injection] = {}
     inject = engine.memory.inject
 
-    def recording_inject(query: str, **kwargs: object) -> object:
-        injection = inject(query, **kwargs)  # type: ignore[arg-type]
+    def recording_inject(query: str, **kwargs: Any) -> Injection:
+        injection = inject(query, **kwargs)
         built[query] = injection
         return injection
 
