@@ -34,9 +34,10 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Input
-from textual.worker import Worker, WorkerCancelled, WorkerState
+from textual.worker import Worker, WorkerCancelled
 
 from tui.app.gc_pacer import GcPacer
+from tui.app.messages import report_worker_error
 from tui.app.screens.main_keys import WHY_HELP
 from tui.app.screens.main_screen import MainScreen
 from tui.app.screens.unsaved_quit_screen import QuitChoice, UnsavedQuitScreen
@@ -332,8 +333,7 @@ class MemdeckApp(App[int]):
         self.main_screen.call_next(self.main_screen.attach, message.engine)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR and event.worker.node is self:
-            self.notify(f"{event.worker.name}: {event.worker.error}", severity="error")
+        report_worker_error(self, event)
 
     def on_app_blur(self, event: events.AppBlur) -> None:
         """The terminal lost focus: the background flush runs if it stays lost."""

@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding
-from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
-from tui.app.messages import MemoryChanged, WorkbenchMessage
+from tui.app.messages import MemoryChanged, WorkbenchMessage, report_worker_error
 from tui.app.progress_text import ProgressClock
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
 from tui.app.widgets.app_header import AppHeader
+from tui.app.widgets.desk import Desk
 from tui.app.widgets.mode_bar import ModeBar
 from tui.chat.events import (
     ChatEvent,
@@ -171,7 +171,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield AppHeader(id="header")
         yield ModeBar(id="mode-bar")
-        with Horizontal(id="main"):
+        with Desk(id="main"):
             if self._engine is not None:
                 yield from self._main_widgets(self._engine)
             else:
@@ -180,30 +180,17 @@ class MainScreen(Screen[None]):
 
     def _main_widgets(self, engine: ChatEngine) -> list[Widget]:
         """Sessions, chat and memory panels over ``engine`` (and the workbench over it)."""
-        from tui.app.panels.memory_panels import MemoryPanels
-        from tui.app.widgets.chat_pane import ChatPane
-        from tui.app.widgets.session_list import SessionList
         from tui.chat.workbench import Workbench
 
         self._workbench = workbench = Workbench(engine, config_file=self.config_file)
-        return [
-            SessionList(engine.sessions, id="session-list"),
-            ChatPane(
-                workbench,
-                llm_problem=engine.llm_problem,
-                model=engine.llm.model or "",
-                config=engine.config,
-                config_file=self.config_file,
-                id="chat-pane",
-            ),
-            MemoryPanels(
-                engine.memory,
-                now=self.now,
-                clock=self.clock,
-                follow_changes=False,  # they come on the workbench's stream
-                id="memory-panels",
-            ),
-        ]
+        return Desk.widgets(
+            workbench, config_file=self.config_file, now=self.now, clock=self.clock
+        )
+
+    @property
+    def desk(self) -> Desk:
+        """Sessions | chat | memory panels."""
+        return self.query_one(Desk)
 
     @property
     def header(self) -> AppHeader:
@@ -233,9 +220,9 @@ class MainScreen(Screen[None]):
         self._engine = engine
         self._attaching = True
         try:
-            main = self.query_one("#main", Horizontal)
-            await main.remove_children()
-            await main.mount_all(self._main_widgets(engine))
+            desk = self.desk
+            await desk.remove_children()
+            await desk.mount_all(self._main_widgets(engine))
             self._start()
         finally:
             self._attaching = False
@@ -246,6 +233,8 @@ class MainScreen(Screen[None]):
     def _start(self) -> None:
         """The engine and the main widgets are there: wire them up and start the background."""
         engine, workbench = self.engine, self.workbench
+        self.desk.attach(workbench)
+        self.watch(self.desk, "session_title", self._show_session_title, init=False)
         self._started = True
         engine.confirm_forget = self._confirm_forget
         # Every memory change ends in the panels' index signal: the header count follows it.
@@ -259,7 +248,7 @@ class MainScreen(Screen[None]):
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
         self._announce_recovery_copies()
         self.chat_pane.focus_input()
-        self._open_initial_session()
+        self.desk.open_initial_session()
         self.call_after_refresh(self._start_background)
         self.app.refresh_bindings()
 
@@ -387,18 +376,15 @@ class MainScreen(Screen[None]):
         self.header.chunks = int(chunks) if isinstance(chunks, int | float) else None
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR and event.worker.node is self:
-            self.notify(f"{event.worker.name}: {event.worker.error}", severity="error")
+        report_worker_error(self, event)
 
     # -- what the workbench publishes --
 
     @on(WorkbenchMessage)
     def _workbench_event(self, message: WorkbenchMessage) -> None:
         event = message.event
-        if isinstance(event, ChatEvent | TurnOpened | TurnEnded):
-            self.chat_pane.post_message(WorkbenchMessage(event))
-        elif isinstance(event, SessionOpened):
-            self._session_opened(event.session_id)
+        if isinstance(event, ChatEvent | TurnOpened | TurnEnded | SessionOpened):
+            self.desk.follow(event)
         elif isinstance(event, IndexOutcome):
             self._index_synced(event)
         elif isinstance(event, FlushStarted | TriggerEvent):
@@ -490,172 +476,32 @@ class MainScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(question, confirm="Forget", cancel="Keep"), answered)
         return await answer
 
-    # -- sessions --
+    # -- sessions (the desk's flow) --
 
-    def _still_answering(self, advice: str = "Escape stops it first") -> bool:
-        """True (and said, with ``advice``) while a turn runs: it must end before the open
-        session, or what it stands on, may change."""
-        if self.chat_pane.busy:
-            text = advice if advice.startswith("reload") else f"still answering — {advice}"
-            self.notify(text, severity="warning")
-        return self.chat_pane.busy
-
-    @work(exclusive=True, group="initial-session", exit_on_error=False)
-    async def _open_initial_session(self) -> None:
-        """Resume the most recently updated session, if any; say if a consolidation is due."""
-        last = await self.workbench.last_session()
-        if last is not None:
-            self.switch_to(last)
-        if await self.workbench.consolidation_due():
-            self.notify(
-                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
-                title="consolidation due",
-                timeout=10,
-            )
+    def _show_session_title(self, title: str) -> None:
+        self.header.session_title = title
 
     def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
-        self.switch_to(message.session_id)
-
-    def switch_to(self, session_id: str | None) -> None:
-        """Open ``session_id``: show its transcript and flush the session left (switch trigger)."""
-        if self._still_answering("Escape stops it, then switch"):
-            return
-        if session_id == self.active_session:
-            self.chat_pane.focus_input()
-            return
-        self._open(session_id)
-        self.remove_class("-show-sessions")
-        if session_id is None:
-            self.call_next(self.chat_pane.show_transcript, None)
-        else:
-            self._load_transcript(session_id)
-
-    def _open(self, session_id: str | None) -> None:
-        """Make ``session_id`` the open session and flush the one left (session switch)."""
-        self.header.session_title = "…" if session_id else ""
-        self._flush_left(session_id, self.workbench.open(session_id))
-
-    @work(group="lifecycle", exit_on_error=False)
-    async def _flush_left(self, session_id: str | None, left: str | None) -> None:
-        await self.workbench.flush_left(session_id, left)
-
-    def _session_opened(self, session_id: str | None) -> None:
-        """The widgets follow the open session; the Inject tab comes forward again while
-        typing (a tab chosen in the last session no longer holds) and shows this session's
-        draft, not the why? of the last one."""
-        self.chat_pane.session_id = session_id
-        self.session_list.active_id = session_id
-        self.memory_panels.forget_chosen_tab()
-        self.memory_panels.show_injection(None)  # a why? belongs to its session
-
-    @work(exclusive=True, group="transcript", exit_on_error=False)
-    async def _load_transcript(self, session_id: str) -> None:
-        transcript = await self.workbench.transcript(session_id)
-        if session_id != self.active_session:
-            return  # the user switched again meanwhile
-        self.header.session_title = transcript.display_title
-        await self.chat_pane.show_transcript(transcript)
-
-    def _on_session_list_loaded(self, message: SessionList.Loaded) -> None:
-        for info in message.sessions:
-            if info.id == self.active_session:
-                self.header.session_title = info.title
+        if message.session_id == self.active_session:  # the desk opened it
+            self.remove_class("-show-sessions")
 
     def action_new_session(self) -> None:
         """Start a new session and switch to it (the message box takes focus at once, so what
         is typed next is not lost while the session is created)."""
-        if self._still_answering():
-            return
-        self.action_focus_chat()
-        self._create_session(None)
+        if not self.desk.still_answering():
+            self.action_focus_chat()
+            self.desk.new_session()
 
     def _on_session_list_new_requested(self) -> None:
         self.action_new_session()
 
-    @work(group="sessions", exit_on_error=False)
-    async def _create_session(self, first_message: str | None) -> None:
-        try:
-            info = await self.workbench.new_session()
-        except BaseException:
-            if first_message is not None:
-                self.chat_pane.busy = False  # the message waiting for it is not sent
-            raise
-        self.session_list.reload()
-        if first_message is None:
-            # an answer started meanwhile: the new session waits
-            if self._still_answering("Escape stops it, then switch"):
-                return
-            await self.chat_pane.show_transcript(None)  # a new session is empty
-        self._open(info.id)
-        self.header.session_title = info.title
-        if first_message is not None:
-            self._run_turn(first_message)
-
-    def _session_title(self, session_id: str) -> str:
-        for info in self.session_list.infos:
-            if info.id == session_id:
-                return info.title
-        return session_id
-
     def action_rename_session(self, session_id: str | None = None) -> None:
         """Ask for a new title of ``session_id`` (default: the open session)."""
-        from tui.app.screens.rename_screen import RenameScreen
-
-        target = session_id or self.active_session
-        if target is None:
-            self.notify("no session is open", severity="warning")
-            return
-
-        def renamed(title: str | None) -> None:
-            if title:
-                self._rename(target, title)
-
-        self.app.push_screen(RenameScreen(self._session_title(target)), renamed)
-
-    def _on_session_list_rename_requested(self, message: SessionList.RenameRequested) -> None:
-        self.action_rename_session(message.session_id)
-
-    @work(group="sessions", exit_on_error=False)
-    async def _rename(self, session_id: str, title: str) -> None:
-        info = await self.workbench.rename(session_id, title)
-        if info.id == self.active_session:
-            self.header.session_title = info.title
-        self.session_list.reload()
+        self.desk.rename_session(session_id)
 
     def action_delete_session(self, session_id: str | None = None) -> None:
         """Ask, then flush ``session_id`` (default: the open one) and move it to the trash."""
-        from tui.app.screens.confirm_screen import ConfirmScreen
-
-        target = session_id or self.active_session
-        if target is None:
-            self.notify("no session is open", severity="warning")
-            return
-        if target == self.active_session and self._still_answering():
-            return
-        question = (
-            f"Delete “{self._session_title(target)}”?\n\n"
-            "Its new messages are summarised into memory first; the transcript moves to "
-            "sessions/.trash/ (nothing is destroyed)."
-        )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._delete(target)
-
-        self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
-
-    def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
-        self.action_delete_session(message.session_id)
-
-    @work(group="lifecycle", exit_on_error=False)
-    async def _delete(self, session_id: str) -> None:
-        was_open = session_id == self.active_session
-        trash, _event = await self.workbench.delete(session_id)
-        self.notify(f"moved to {trash.name} in sessions/.trash", title="deleted")
-        if was_open and self.active_session is None:  # closed: its flush already ran
-            self.header.session_title = ""
-            await self.chat_pane.show_transcript(None)
-        self.session_list.reload()
+        self.desk.delete_session(session_id)
 
     # -- the conversation --
 
@@ -671,29 +517,6 @@ class MainScreen(Screen[None]):
             panels.bring_inject_forward()
         else:
             self.query_one(ModeBar).badge = ""
-
-    def _on_chat_pane_send_requested(self, message: ChatPane.SendRequested) -> None:
-        """The user sent a message: in the open session, or in a new one (opened first)."""
-        if self.active_session is None:
-            self._create_session(message.text)
-        else:
-            self._run_turn(message.text)
-
-    @work(group="turn", exclusive=True, exit_on_error=False)
-    async def _run_turn(self, text: str) -> None:
-        """The workbench runs the turn; its events reach the chat pane by the stream."""
-        try:
-            await self.workbench.run_turn(text)
-        except Exception:  # before the turn opened (none open, one running): nothing to wait for
-            self.chat_pane.busy = False
-            raise
-
-    def _on_chat_pane_stop_requested(self) -> None:
-        self.workbench.stop_turn()
-
-    def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
-        self.session_list.reload()
-        self.memory_panels.follow_conversation(message.user_text)
 
     def action_why(self) -> None:
         """Why did these memories surface? What the last turn injected, as recorded in its
@@ -831,7 +654,7 @@ class MainScreen(Screen[None]):
     def action_reload_config(self) -> None:
         """Re-read config.toml and apply it without a restart; a changed ``[embeddings]``
         swaps the embedder (rebuilding the index in the background when the model changed)."""
-        if self._still_answering("reload the config once the answer is done"):
+        if self.desk.still_answering("reload the config once the answer is done"):
             return
         self.header.progress = "reloading config…"
         self._reload_config()

@@ -1,0 +1,294 @@
+"""The desk: sessions | chat | memory panels over the workbench, and the flows between them.
+
+It owns the session flow (resume, switch, new, rename, delete: each awaits the workbench in a
+worker and shows the result) and the conversation's wiring (a message the chat pane sends runs
+as the workbench's turn; the turn's events, handed on by the screen from the workbench's
+stream, reach the chat pane). The screen gives it the workbench (:meth:`Desk.attach`) and
+reads :attr:`Desk.session_title` for its header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.worker import Worker
+
+from tui.app.messages import WorkbenchMessage, report_worker_error
+
+if TYPE_CHECKING:
+    from tui.app.panels.memory_panels import MemoryPanels
+    from tui.app.widgets.chat_pane import ChatPane
+    from tui.app.widgets.session_list import SessionList
+    from tui.chat.events import WorkbenchEvent
+    from tui.chat.workbench import Workbench
+
+
+class Desk(Horizontal):
+    """Sessions, chat and memory panels (mounted by :meth:`attach`, once the engine is open)."""
+
+    #: The open session's title ("…" while its transcript loads; "" with none open).
+    session_title: reactive[str] = reactive("", init=False)
+
+    def __init__(self, *children: Widget, id: str | None = None) -> None:
+        super().__init__(*children, id=id)
+        self._workbench: Workbench | None = None
+
+    @property
+    def workbench(self) -> Workbench:
+        """The application core (once :meth:`attach` ran)."""
+        if self._workbench is None:
+            raise RuntimeError("the chat engine is still opening")
+        return self._workbench
+
+    @property
+    def active_session(self) -> str | None:
+        """The open session (the workbench's)."""
+        return self._workbench.active_session if self._workbench is not None else None
+
+    @staticmethod
+    def widgets(
+        workbench: Workbench,
+        *,
+        config_file: Path,
+        now: date | None,
+        clock: Callable[[], datetime],
+    ) -> list[Widget]:
+        """The desk's sessions, chat and memory panels over ``workbench``."""
+        from tui.app.panels.memory_panels import MemoryPanels
+        from tui.app.widgets.chat_pane import ChatPane
+        from tui.app.widgets.session_list import SessionList
+
+        engine = workbench.engine
+        return [
+            SessionList(engine.sessions, id="session-list"),
+            ChatPane(
+                workbench,
+                llm_problem=engine.llm_problem,
+                model=engine.llm.model or "",
+                config=engine.config,
+                config_file=config_file,
+                id="chat-pane",
+            ),
+            MemoryPanels(
+                engine.memory,
+                now=now,
+                clock=clock,
+                follow_changes=False,  # they come on the workbench's stream
+                id="memory-panels",
+            ),
+        ]
+
+    def attach(self, workbench: Workbench) -> None:
+        """Work over ``workbench`` (its widgets are mounted)."""
+        self._workbench = workbench
+
+    @property
+    def chat_pane(self) -> ChatPane:
+        return self.query_one("#chat-pane", Widget)  # type: ignore[return-value]
+
+    @property
+    def session_list(self) -> SessionList:
+        return self.query_one("#session-list", Widget)  # type: ignore[return-value]
+
+    @property
+    def memory_panels(self) -> MemoryPanels:
+        return self.query_one("#memory-panels", Widget)  # type: ignore[return-value]
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_worker_error(self, event)
+
+    def still_answering(self, advice: str = "still answering — Escape stops it first") -> bool:
+        """True (and said, with ``advice``) while a turn runs: it must end before the open
+        session, or what it stands on, may change."""
+        if self.chat_pane.busy:
+            self.notify(advice, severity="warning")
+        return self.chat_pane.busy
+
+    def follow(self, event: WorkbenchEvent) -> None:
+        """An event of the open session or its turn, from the workbench's stream."""
+        from tui.chat.events import SessionOpened
+
+        if isinstance(event, SessionOpened):
+            self._session_opened(event.session_id)
+        else:
+            self.chat_pane.post_message(WorkbenchMessage(event))
+
+    # -- sessions --
+
+    @work(exclusive=True, group="initial-session", exit_on_error=False)
+    async def open_initial_session(self) -> None:
+        """Resume the most recently updated session, if any; say if a consolidation is due."""
+        last = await self.workbench.last_session()
+        if last is not None:
+            self.switch_to(last)
+        if await self.workbench.consolidation_due():
+            self.notify(
+                "recent daily logs can be folded into MEMORY.md: ctrl+p → Consolidate memory",
+                title="consolidation due",
+                timeout=10,
+            )
+
+    def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
+        self.switch_to(message.session_id)  # (the screen hears it next, to close an overlay)
+
+    def switch_to(self, session_id: str | None) -> None:
+        """Open ``session_id``: show its transcript and flush the session left (switch trigger)."""
+        if self.still_answering("still answering — Escape stops it, then switch"):
+            return
+        if session_id == self.active_session:
+            self.chat_pane.focus_input()
+            return
+        self._open(session_id)
+        if session_id is None:
+            self.call_next(self.chat_pane.show_transcript, None)
+        else:
+            self._load_transcript(session_id)
+
+    def _open(self, session_id: str | None) -> None:
+        """Make ``session_id`` the open session and flush the one left (session switch)."""
+        self.session_title = "…" if session_id else ""
+        self._flush_left(session_id, self.workbench.open(session_id))
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def _flush_left(self, session_id: str | None, left: str | None) -> None:
+        await self.workbench.flush_left(session_id, left)
+
+    def _session_opened(self, session_id: str | None) -> None:
+        """The widgets follow the open session; the Inject tab comes forward again while
+        typing (a tab chosen in the last session no longer holds) and shows this session's
+        draft, not the why? of the last one."""
+        self.chat_pane.session_id = session_id
+        self.session_list.active_id = session_id
+        self.memory_panels.forget_chosen_tab()
+        self.memory_panels.show_injection(None)  # a why? belongs to its session
+
+    @work(exclusive=True, group="transcript", exit_on_error=False)
+    async def _load_transcript(self, session_id: str) -> None:
+        transcript = await self.workbench.transcript(session_id)
+        if session_id != self.active_session:
+            return  # the user switched again meanwhile
+        self.session_title = transcript.display_title
+        await self.chat_pane.show_transcript(transcript)
+
+    def _on_session_list_loaded(self, message: SessionList.Loaded) -> None:
+        for info in message.sessions:
+            if info.id == self.active_session:
+                self.session_title = info.title
+
+    @work(group="sessions", exit_on_error=False)
+    async def new_session(self, first_message: str | None = None) -> None:
+        """Create a session and open it; ``first_message`` is then sent there."""
+        try:
+            info = await self.workbench.new_session()
+        except BaseException:
+            if first_message is not None:
+                self.chat_pane.busy = False  # the message waiting for it is not sent
+            raise
+        self.session_list.reload()
+        if first_message is None:
+            # an answer started meanwhile: the new session waits
+            if self.still_answering("still answering — Escape stops it, then switch"):
+                return
+            await self.chat_pane.show_transcript(None)  # a new session is empty
+        self._open(info.id)
+        self.session_title = info.title
+        if first_message is not None:
+            self._run_turn(first_message)
+
+    def _title_of(self, session_id: str) -> str:
+        for info in self.session_list.infos:
+            if info.id == session_id:
+                return info.title
+        return session_id
+
+    def rename_session(self, session_id: str | None = None) -> None:
+        """Ask for a new title of ``session_id`` (default: the open session)."""
+        from tui.app.screens.rename_screen import RenameScreen
+
+        target = session_id or self.active_session
+        if target is None:
+            self.notify("no session is open", severity="warning")
+            return
+
+        def renamed(title: str | None) -> None:
+            if title:
+                self._rename(target, title)
+
+        self.app.push_screen(RenameScreen(self._title_of(target)), renamed)
+
+    def _on_session_list_rename_requested(self, message: SessionList.RenameRequested) -> None:
+        self.rename_session(message.session_id)
+
+    @work(group="sessions", exit_on_error=False)
+    async def _rename(self, session_id: str, title: str) -> None:
+        info = await self.workbench.rename(session_id, title)
+        if info.id == self.active_session:
+            self.session_title = info.title
+        self.session_list.reload()
+
+    def delete_session(self, session_id: str | None = None) -> None:
+        """Ask, then flush ``session_id`` (default: the open one) and move it to the trash."""
+        from tui.app.screens.confirm_screen import ConfirmScreen
+
+        target = session_id or self.active_session
+        if target is None:
+            self.notify("no session is open", severity="warning")
+            return
+        if target == self.active_session and self.still_answering():
+            return
+        question = (
+            f"Delete “{self._title_of(target)}”?\n\n"
+            "Its new messages are summarised into memory first; the transcript moves to "
+            "sessions/.trash/ (nothing is destroyed)."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(target)
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Delete"), answered)
+
+    def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
+        self.delete_session(message.session_id)
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def _delete(self, session_id: str) -> None:
+        was_open = session_id == self.active_session
+        trash, _event = await self.workbench.delete(session_id)
+        self.notify(f"moved to {trash.name} in sessions/.trash", title="deleted")
+        if was_open and self.active_session is None:  # closed: its flush already ran
+            self.session_title = ""
+            await self.chat_pane.show_transcript(None)
+        self.session_list.reload()
+
+    # -- the conversation --
+
+    def _on_chat_pane_send_requested(self, message: ChatPane.SendRequested) -> None:
+        """The user sent a message: in the open session, or in a new one (opened first)."""
+        if self.active_session is None:
+            self.new_session(message.text)
+        else:
+            self._run_turn(message.text)
+
+    @work(group="turn", exclusive=True, exit_on_error=False)
+    async def _run_turn(self, text: str) -> None:
+        """The workbench runs the turn; its events reach the chat pane by the stream."""
+        try:
+            await self.workbench.run_turn(text)
+        except Exception:  # before the turn opened (none open, one running): nothing to wait for
+            self.chat_pane.busy = False
+            raise
+
+    def _on_chat_pane_stop_requested(self) -> None:
+        self.workbench.stop_turn()
+
+    def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
+        self.session_list.reload()
+        self.memory_panels.follow_conversation(message.user_text)
