@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from rich.segment import Segment
@@ -154,7 +155,8 @@ async def test_the_preview_follows_the_draft(engine: ChatEngine) -> None:
 async def test_a_long_answer_streams_in_segments_cut_outside_code_fences(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:
-    from tui.app.widgets.chat_message import SEGMENT_CHARS, inside_fence
+    from tui.app.widgets.chat_message import SEGMENT_CHARS
+    from tui.engine.markdown import inside_fence
 
     block = (
         "Some words about the trip, the hotel and the train. " * 8
@@ -184,7 +186,7 @@ def chat_log_lines(app: MemdeckApp) -> list[list[Segment]]:
     return [list(strips[y].crop(region.x, region.right)) for y in region.line_range]
 
 
-async def fold_all(pilot: Pilot) -> None:
+async def fold_all(pilot: Pilot[Any]) -> None:
     """Run the chat's fold passes until two in a row change nothing (a part is folded at the
     pass after the one that saw it finished; each pass has a time budget). A pass while a part
     just unfolded is not laid out yet does not count: it cannot fold what has no size."""
@@ -208,7 +210,7 @@ async def fold_all(pilot: Pilot) -> None:
 @contextlib.asynccontextmanager
 async def after_a_long_answer(
     engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[MemdeckApp, Pilot, str]]:
+) -> AsyncIterator[tuple[MemdeckApp, Pilot[Any], str]]:
     """The app once a message got a streamed answer many segments long: the app, its pilot
     and the answer. Finished text folds only when the test asks (no fold timer)."""
     from tui.app.widgets.chat_message import SEGMENT_CHARS
@@ -273,8 +275,8 @@ async def test_folded_text_comes_back_under_the_mouse_or_at_a_new_width_or_theme
         for part in near:
             assert isinstance(part, FoldedText) and not part.stale
         assert message.shown_text() == answer
-        shown = chat_log_lines(app)
-        assert any("trip" in "".join(segment.text for segment in line) for line in shown)
+        log_lines = chat_log_lines(app)
+        assert any("trip" in "".join(segment.text for segment in line) for line in log_lines)
 
         app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
         folded = message.text_parts()
@@ -292,6 +294,7 @@ async def test_a_fold_that_finds_its_message_gone_does_nothing(
         pane = app.main_screen.chat_pane
         message = pane.messages[-1]
         part = message.text_parts()[0]
+        assert isinstance(part, Markdown)
         stand_in = FoldedText.of(part)
         app.main_screen.action_new_session()  # a session switch clears the log meanwhile
         await wait_until(pilot, lambda: not pane.messages, "the log cleared")

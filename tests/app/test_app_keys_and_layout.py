@@ -138,7 +138,8 @@ async def test_a_theme_from_themes_dir_is_applied_and_remembered(
 def test_theme_files_load_and_bad_ones_are_skipped(tmp_path: Path) -> None:
     loaded = load_themes()
     names = {theme.name: theme for theme in loaded.themes}
-    assert not names["memdeck-dark"].to_color_system().background.is_transparent
+    background = names["memdeck-dark"].to_color_system().background
+    assert background is not None and not background.is_transparent
     assert names["memdeck-light"].dark is False and names["memdeck-dark"].dark is True
     assert loaded.warnings == []
     (tmp_path / "broken.toml").write_text('name = "x"\nprimary = "not-a-colour"\n')
@@ -320,7 +321,7 @@ async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(
         await ready(pilot)
         screen = app.main_screen
         panels, pane = screen.memory_panels, screen.chat_pane
-        focus_states: dict[str, Callable[[], None]] = {
+        focus_states: dict[str, Callable[[], object]] = {
             "message box": pane.chat_input.focus,
             "sessions": screen.session_list.option_list.focus,
             "inject": lambda: panels.show_tab("inject", focus=True),
@@ -336,14 +337,15 @@ async def test_typing_after_ctrl_n_is_never_lost_whatever_had_focus(
             await pilot.pause(0.05)
             sessions = len(engine.sessions.ids())
             await pilot.press("ctrl+n", *f"typed after {state}")
-            await wait_until(
-                pilot,
-                lambda state=state: pane.chat_input.value == f"typed after {state}",
-                f"the text typed from {state}",
-            )
-            await wait_until(
-                pilot, lambda n=sessions: len(engine.sessions.ids()) == n + 1, "the new session"
-            )
+
+            def typed(state: str = state) -> bool:
+                return pane.chat_input.value == f"typed after {state}"
+
+            def one_more_session(n: int = sessions) -> bool:
+                return len(engine.sessions.ids()) == n + 1
+
+            await wait_until(pilot, typed, f"the text typed from {state}")
+            await wait_until(pilot, one_more_session, "the new session")
             pane.chat_input.clear()
         # and with nothing focused, typing alone lands in the message box too
         app.set_focus(None)
@@ -385,10 +387,12 @@ async def test_indexing_progress_is_shown_while_a_dropped_file_is_embedded(
         watcher = screen.watcher
         assert watcher is not None and watcher.progress is not None
         report = watcher.progress
-        watcher.progress = lambda stage, done, total: (
-            seen.append((stage, done, total)),
-            report(stage, done, total),
-        )  # type: ignore[assignment]
+
+        def recording(stage: str, done: int, total: int) -> None:
+            seen.append((stage, done, total))
+            report(stage, done, total)
+
+        watcher.progress = recording
         notes = "\n\n".join(
             f"- Note {n}: the blue notebook page {n} about trains" for n in range(80)
         )

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from support.chat_support import make_config
-from support.fakeopenai import FakeOpenAI
+from support.fakeopenai import FakeOpenAI, Reply
 from support.pilot import (
     DECK_MEMORY,
     SIZE,
@@ -241,12 +241,13 @@ async def test_quitting_flushes_then_exits(engine: ChatEngine, server: FakeOpenA
     assert app.quit_flush_done and not app.quit_flush_pending
     event = engine.triggers.last_events["app_quit"]
     assert event.session_id == session and event.outcome.status == "flushed"
+    assert event.outcome.daily_log is not None
     assert (
         "Summary number 1" in (engine.memory.workspace.root / event.outcome.daily_log).read_text()
     )
 
 
-def consolidation_reply(body: dict[str, Any]) -> FakeOpenAI | Any:
+def consolidation_reply(body: dict[str, Any]) -> Reply | None:
     """Answers a consolidation request with MEMORY.md plus one new fact."""
     system = " ".join(str(m.get("content")) for m in body["messages"] if m["role"] == "system")
     if "memory consolidation assistant" not in system:

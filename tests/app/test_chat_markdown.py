@@ -18,7 +18,7 @@ STARTS_AT_THREE = "".join(f"{n}. step {n}\n" for n in range(3, 9))
 LOOSE = "".join(f"- loose item {n}\n\n" for n in range(6)) + "The end.\n"
 
 
-class MarkdownApp(App):
+class MarkdownApp(App[None]):
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="log")
 

@@ -6,6 +6,8 @@ fixtures and helpers in ``tests/app/conftest.py`` and ``tests/support/pilot.py``
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from support.fakeopenai import FakeOpenAI
 from support.pilot import SIZE, PanelHost, build_app, ready, send, text_of, wait_until
@@ -58,7 +60,7 @@ async def test_why_explains_an_answer_found_in_memory_md(
         assert editor.cursor_location == (4, 0)
 
 
-async def search_for(pilot: Pilot, app: MemdeckApp, query: str) -> SearchPanel:
+async def search_for(pilot: Pilot[Any], app: MemdeckApp, query: str) -> SearchPanel:
     """Show the Search tab, run ``query`` and put focus on the results."""
     panels = app.main_screen.memory_panels
     panels.show_tab("search")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 
 import pytest
 
@@ -10,7 +11,7 @@ from tui.app.gc_pacer import DUE_AFTER, FORCE_AFTER, GcPacer
 
 
 @pytest.fixture
-def restore_gc():
+def restore_gc() -> Iterator[None]:
     thresholds = gc.get_threshold()
     yield
     gc.set_threshold(*thresholds)
@@ -23,7 +24,7 @@ def young_collections(count: int) -> None:
         gc.collect(1)
 
 
-def test_start_takes_full_collections_off_the_schedule_and_stop_gives_it_back(restore_gc):
+def test_start_takes_full_collections_off_the_schedule_and_stop_gives_it_back(restore_gc: None) -> None:
     before = gc.get_threshold()
     pacer = GcPacer()
     pacer.start()
@@ -36,7 +37,7 @@ def test_start_takes_full_collections_off_the_schedule_and_stop_gives_it_back(re
     assert gc.get_threshold() == before
 
 
-def test_a_due_collection_waits_while_busy_and_runs_once_quiet(restore_gc):
+def test_a_due_collection_waits_while_busy_and_runs_once_quiet(restore_gc: None) -> None:
     busy = True
     pacer = GcPacer(busy=lambda: busy, quiet_seconds=0.0)
     pacer.start()
@@ -49,7 +50,7 @@ def test_a_due_collection_waits_while_busy_and_runs_once_quiet(restore_gc):
     assert gc.get_count()[2] == 0
 
 
-def test_input_postpones_the_collection(restore_gc):
+def test_input_postpones_the_collection(restore_gc: None) -> None:
     pacer = GcPacer(quiet_seconds=60.0)
     pacer.start()
     young_collections(DUE_AFTER)
@@ -58,13 +59,13 @@ def test_input_postpones_the_collection(restore_gc):
     assert pacer.collections == 0
 
 
-def test_nothing_runs_before_it_is_due(restore_gc):
+def test_nothing_runs_before_it_is_due(restore_gc: None) -> None:
     pacer = GcPacer(quiet_seconds=0.0)
     pacer.start()
     assert not pacer.check()
 
 
-def test_an_overdue_collection_runs_even_when_busy(restore_gc):
+def test_an_overdue_collection_runs_even_when_busy(restore_gc: None) -> None:
     pacer = GcPacer(busy=lambda: True, quiet_seconds=60.0)
     pacer.start()
     young_collections(FORCE_AFTER)
@@ -72,7 +73,7 @@ def test_an_overdue_collection_runs_even_when_busy(restore_gc):
     assert pacer.collections == 1
 
 
-def test_a_stopped_pacer_never_collects(restore_gc):
+def test_a_stopped_pacer_never_collects(restore_gc: None) -> None:
     pacer = GcPacer(quiet_seconds=0.0)
     young_collections(DUE_AFTER)
     assert not pacer.check()

@@ -71,7 +71,8 @@ async def test_markdown_block_internals_and_tabs_and_pictures() -> None:
         # (a parsed one, before mounting; mounted, they are its children)
         token = MarkdownIt("gfm-like").parse("7. seven\n")[0]
         ordered = compat.MarkdownOrderedList(markdown, token)
-        item = Markdown.BLOCKS["list_item_ordered_open"](markdown, token, "7")
+        # BLOCKS is typed by the base block; an ordered item's third parameter is its bullet
+        item = Markdown.BLOCKS["list_item_ordered_open"](markdown, token, "7")  # type: ignore[arg-type]
         compat.child_blocks(ordered).append(item)
         assert compat.list_bullet(item) == "7" and compat.list_bullet(ordered) == ""
         assert len(list(ordered.compose())) == 1  # one row per item block it holds

@@ -14,14 +14,7 @@ from typing import Any
 
 import pytest
 from support.fakeopenai import FakeOpenAI
-from support.pilot import (
-    SHOWN_CONFIG,
-    SIZE,
-    build_app,
-    ready,
-    send,
-    wait_until,
-)
+from support.pilot import SHOWN_CONFIG, SIZE, SnapCompare, build_app, ready, send, wait_until
 from textual.pilot import Pilot
 
 from tui.app.app import MemdeckApp
@@ -29,12 +22,12 @@ from tui.chat.chat import ChatEngine
 
 
 def _snapshot(
-    snap_compare,
+    snap_compare: SnapCompare,
     app: MemdeckApp,
-    before: Callable[[Pilot], Any] | None,
+    before: Callable[[Pilot[Any]], Any] | None,
     size: tuple[int, int] = SIZE,
 ) -> bool:
-    async def run_before(pilot: Pilot) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await ready(pilot)
         if before is not None:
             result = before(pilot)
@@ -49,7 +42,7 @@ def _snapshot(
     return snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpenAI) -> None:
+def test_snapshot_main_screen(snap_compare: SnapCompare, engine: ChatEngine, server: FakeOpenAI) -> None:
     server.enqueue(
         FakeOpenAI.tool_call("memory_search", {"query": "trip"}),
         FakeOpenAI.text(
@@ -60,7 +53,7 @@ def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpen
     )
     app = build_app(engine)
 
-    async def conversation(pilot: Pilot) -> None:
+    async def conversation(pilot: Pilot[Any]) -> None:
         await send(pilot, "Where was I planning to travel?")
         await send(pilot, "Yes, somewhere quiet")
         await pilot.press(*"hotels in Lisbon")
@@ -83,15 +76,15 @@ def test_snapshot_main_screen(snap_compare, engine: ChatEngine, server: FakeOpen
     assert _snapshot(snap_compare, app, conversation)
 
 
-def test_snapshot_without_a_model(snap_compare, no_llm_engine: ChatEngine, tmp_path: Path) -> None:
+def test_snapshot_without_a_model(snap_compare: SnapCompare, no_llm_engine: ChatEngine, tmp_path: Path) -> None:
     app = build_app(no_llm_engine, tmp_path, config_file=Path(SHOWN_CONFIG))
     assert _snapshot(snap_compare, app, None)
 
 
 def _layout_snapshot(
-    snap_compare, app: MemdeckApp, size: tuple[int, int], keys: tuple[str, ...]
+    snap_compare: SnapCompare, app: MemdeckApp, size: tuple[int, int], keys: tuple[str, ...]
 ) -> bool:
-    async def before(pilot: Pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await send(pilot, "Which hotels in Lisbon did I look at?")
         await pilot.press(*keys)
         panel = app.main_screen.memory_panels.injection_panel
@@ -118,7 +111,7 @@ def _layout_snapshot(
     ids=["80x24-chat", "80x24-memory", "100x30", "160x48"],
 )
 def test_snapshot_layouts(
-    snap_compare,
+    snap_compare: SnapCompare,
     engine: ChatEngine,
     server: FakeOpenAI,
     size: tuple[int, int],
@@ -129,7 +122,7 @@ def test_snapshot_layouts(
     assert _layout_snapshot(snap_compare, app, size, keys)
 
 
-async def _select_search_result(pilot: Pilot, app: MemdeckApp) -> None:
+async def _select_search_result(pilot: Pilot[Any], app: MemdeckApp) -> None:
     """The Search tab with a query run and the cursor on the top result (its breakdown shown)."""
     from textual.widgets import DataTable
 
@@ -148,7 +141,7 @@ async def _select_search_result(pilot: Pilot, app: MemdeckApp) -> None:
     panel.query_one("#search-results", DataTable).focus()
 
 
-async def _why_of_a_memory_md_answer(pilot: Pilot, app: MemdeckApp) -> None:
+async def _why_of_a_memory_md_answer(pilot: Pilot[Any], app: MemdeckApp) -> None:
     """ctrl+o after an answer found in MEMORY.md: the why? view with its breakdown."""
     await pilot.press("ctrl+o")
     panel = app.main_screen.memory_panels.injection_panel
@@ -159,13 +152,13 @@ async def _why_of_a_memory_md_answer(pilot: Pilot, app: MemdeckApp) -> None:
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 @pytest.mark.parametrize("view", ["search", "why"])
 def test_snapshot_explanations(
-    snap_compare, engine: ChatEngine, server: FakeOpenAI, size: tuple[int, int], view: str
+    snap_compare: SnapCompare, engine: ChatEngine, server: FakeOpenAI, size: tuple[int, int], view: str
 ) -> None:
     """A selected search result with its every score part; the why? of a MEMORY.md match."""
     server.enqueue(FakeOpenAI.text("Green tea, never coffee."))
     app = build_app(engine)
 
-    async def before(pilot: Pilot) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
         await send(pilot, "do I drink green tea or coffee?")
         if view == "search":
             await _select_search_result(pilot, app)

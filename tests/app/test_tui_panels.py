@@ -13,17 +13,19 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 from rich.text import Text
-from support.pilot import WAIT_S, PanelHost, fixed_clock, wait_until
+from support.pilot import WAIT_S, PanelHost, SnapCompare, fixed_clock, wait_until
 from support.workspaces import write_workspace
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, Static, Tree
+from textual.widgets.tree import TreeNode
 
 from tui.app.messages import MemoryChanged
 from tui.app.panels import (
@@ -43,6 +45,8 @@ from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryChange, MemoryEngine
 from tui.engine.fileio import atomic_write_text
+from tui.engine.options import SearchOptions
+from tui.engine.search_results import SearchResponse
 from tui.engine.workspace import Workspace
 
 NOW = date(2026, 11, 22)
@@ -132,7 +136,7 @@ class WatcherHost(PanelHost):
         await self.watcher.run()
 
 
-async def settle(pilot: Pilot) -> None:
+async def settle(pilot: Pilot[Any]) -> None:
     """Run pending timers, workers and the messages they post until the app is quiet."""
     await pilot.pause(0.3)  # past the debounce timers
     for _ in range(4):
@@ -357,7 +361,14 @@ async def test_selecting_a_row_shows_the_chunk_in_its_file(engine: MemoryEngine)
 class FailingSearchEngine(MemoryEngine):
     """An engine whose searches fail, as when the index file is unreadable."""
 
-    def search(self, query, options=None, *, now=None, **overrides):  # type: ignore[override]
+    def search(
+        self,
+        query: str,
+        options: SearchOptions | None = None,
+        *,
+        now: date | None = None,
+        **overrides: Any,
+    ) -> SearchResponse:
         raise RuntimeError("index unreadable")
 
 
@@ -425,7 +436,7 @@ async def test_an_outside_edit_reloads_a_clean_buffer(engine: MemoryEngine) -> N
         assert "reloaded" in text_of(editor.query_one("#memory-status", Static))
 
 
-def _asking(app: App) -> bool:
+def _asking(app: App[Any]) -> bool:
     """The conflict question is on screen, laid out, ready for clicks."""
     screen = app.screen
     return isinstance(screen, MemoryConflictScreen) and bool(
@@ -434,7 +445,7 @@ def _asking(app: App) -> bool:
 
 
 async def _dirty_editor_with_outside_change(
-    pilot: Pilot, editor: MemoryEditor, engine: MemoryEngine
+    pilot: Pilot[Any], editor: MemoryEditor, engine: MemoryEngine
 ) -> tuple[str, str]:
     """Type into the editor, then change MEMORY.md behind its back. Returns (mine, theirs)."""
     await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
@@ -654,6 +665,7 @@ async def test_a_reload_that_changes_no_section_keeps_the_tree_and_shows_the_new
         newest = tree.root.children[0].children[0]
         view = daily.query_one("#daily-view", Markdown)
         await wait_until(pilot, lambda: "Daily Summary" in view.source, "the newest log shown")
+        assert newest.data is not None
         path = engine.workspace.root / newest.data.key
         text = path.read_text()
         path.write_text(text.rstrip("\n") + " (and a late addition)\n")
@@ -678,7 +690,7 @@ def test_the_daily_view_renders_a_long_log_cut_at_an_entry_with_fences_closed() 
     assert shown_text("# short\n- log\n", 100) == "# short\n- log\n"
 
 
-def walk(node):  # noqa: ANN001, ANN201
+def walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
     """Every node below ``node``."""
     for child in node.children:
         yield child
@@ -795,8 +807,10 @@ class MaskedStatsPanel(StatsPanel):
         ]
 
 
-def _snapshot(snap_compare, app: App, before: Callable[[Pilot], object] | None = None) -> bool:
-    async def run_before(pilot: Pilot) -> None:
+def _snapshot(
+    snap_compare: SnapCompare, app: App[Any], before: Callable[[Pilot[Any]], object] | None = None
+) -> bool:
+    async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot)
         if before is not None:
             result = before(pilot)
@@ -807,34 +821,34 @@ def _snapshot(snap_compare, app: App, before: Callable[[Pilot], object] | None =
     return snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-def test_snapshot_injection_panel(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_injection_panel(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: InjectionPanel(engine, budget=120, now=NOW))
     assert _snapshot(
         snap_compare, app, lambda pilot: app.query_one(InjectionPanel).preview("Lisbon hotel")
     )
 
 
-def test_snapshot_search_panel(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_search_panel(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: SearchPanel(engine, now=NOW))
     assert _snapshot(
         snap_compare, app, lambda pilot: app.query_one(SearchPanel).set_query("hotel in Lisbon")
     )
 
 
-def test_snapshot_daily_tree(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_daily_tree(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: DailyTree(engine))
     assert _snapshot(snap_compare, app)
 
 
-def test_snapshot_memory_editor(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_memory_editor(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: MemoryEditor(engine))
     assert _snapshot(snap_compare, app)
 
 
-def test_snapshot_memory_conflict_question(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_memory_conflict_question(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: MemoryEditor(engine))
 
-    async def conflict(pilot: Pilot) -> None:
+    async def conflict(pilot: Pilot[Any]) -> None:
         editor = app.query_one(MemoryEditor)
         await _dirty_editor_with_outside_change(pilot, editor, engine)
         editor.file_changed_on_disk()
@@ -844,10 +858,10 @@ def test_snapshot_memory_conflict_question(snap_compare, engine: MemoryEngine) -
     assert _snapshot(snap_compare, app, conflict)
 
 
-def test_snapshot_stats_panel(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_stats_panel(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: MaskedStatsPanel(engine, clock=fixed_clock))
 
-    def events(pilot: Pilot) -> None:
+    def events(pilot: Pilot[Any]) -> None:
         stats = app.query_one(StatsPanel)
         stats.set_model_state("loaded")
         stats.record_flush("session-switch", "4 messages → memory/2026-11-22.md")
@@ -856,7 +870,7 @@ def test_snapshot_stats_panel(snap_compare, engine: MemoryEngine) -> None:
     assert _snapshot(snap_compare, app, events)
 
 
-def test_snapshot_memory_panels(snap_compare, engine: MemoryEngine) -> None:
+def test_snapshot_memory_panels(snap_compare: SnapCompare, engine: MemoryEngine) -> None:
     app = PanelHost(lambda: MemoryPanels(engine, now=NOW, clock=fixed_clock))
     assert _snapshot(
         snap_compare, app, lambda pilot: app.query_one(MemoryPanels).preview("trip to Lisbon")
@@ -917,6 +931,7 @@ async def test_after_the_helper_s_idle_exit_the_preview_comes_at_once_then_hybri
                 pilot,
                 lambda: (
                     panel.injection is not injection
+                    and panel.injection is not None
                     and MODEL_STARTING not in panel.injection.report.notes
                 ),
                 "the preview rebuilt once the model is up",
