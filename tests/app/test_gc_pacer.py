@@ -24,7 +24,9 @@ def young_collections(count: int) -> None:
         gc.collect(1)
 
 
-def test_start_takes_full_collections_off_the_schedule_and_stop_gives_it_back(restore_gc: None) -> None:
+def test_start_takes_full_collections_off_the_schedule_and_stop_gives_it_back(
+    restore_gc: None
+) -> None:
     before = gc.get_threshold()
     pacer = GcPacer()
     pacer.start()

@@ -42,7 +42,9 @@ def _snapshot(
     return snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_main_screen(snap_compare: SnapCompare, engine: ChatEngine, server: FakeOpenAI) -> None:
+def test_snapshot_main_screen(
+    snap_compare: SnapCompare, engine: ChatEngine, server: FakeOpenAI
+) -> None:
     server.enqueue(
         FakeOpenAI.tool_call("memory_search", {"query": "trip"}),
         FakeOpenAI.text(
@@ -76,7 +78,9 @@ def test_snapshot_main_screen(snap_compare: SnapCompare, engine: ChatEngine, ser
     assert _snapshot(snap_compare, app, conversation)
 
 
-def test_snapshot_without_a_model(snap_compare: SnapCompare, no_llm_engine: ChatEngine, tmp_path: Path) -> None:
+def test_snapshot_without_a_model(
+    snap_compare: SnapCompare, no_llm_engine: ChatEngine, tmp_path: Path
+) -> None:
     app = build_app(no_llm_engine, tmp_path, config_file=Path(SHOWN_CONFIG))
     assert _snapshot(snap_compare, app, None)
 

@@ -292,7 +292,9 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
 # --------------------------------------------------------------------------- driver
 
 
-def _run_child(root: Path, mode: str, expected: int, searches: int, idle_exit: float) -> list[dict[str, Any]]:
+def _run_child(
+    root: Path, mode: str, expected: int, searches: int, idle_exit: float
+) -> list[dict[str, Any]]:
     cmd = [
         sys.executable,
         __file__,

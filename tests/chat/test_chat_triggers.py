@@ -57,7 +57,9 @@ def session_with_messages(engine: ChatEngine, count: int = 2) -> str:
     return session
 
 
-def test_listeners_see_start_and_outcome_with_reason(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
+def test_listeners_see_start_and_outcome_with_reason(
+    engine: ChatEngine, heard: list[TriggerListenerEvent]
+) -> None:
     session = session_with_messages(engine)
     events = engine.triggers.manual(session)
     assert isinstance(heard[0], FlushStarted) and heard[0].session_id == session
@@ -71,7 +73,9 @@ def test_listeners_see_start_and_outcome_with_reason(engine: ChatEngine, heard: 
     assert state["manual"]["status"] == "nothing_new"
 
 
-def test_no_active_session_is_a_reported_no_op(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
+def test_no_active_session_is_a_reported_no_op(
+    engine: ChatEngine, heard: list[TriggerListenerEvent]
+) -> None:
     events = engine.triggers.fire("background")
     assert events[0].outcome.status == "nothing_new" and events[0].session_id is None
     assert finished(heard) == events
@@ -107,7 +111,9 @@ def test_session_end_and_app_quit(engine: ChatEngine, heard: list[TriggerListene
     assert all(e.trigger == "app_quit" and e.reason == "app quit" for e in quit_events)
 
 
-def test_delete_flushes_first_then_moves_to_trash(engine: ChatEngine, heard: list[TriggerListenerEvent]) -> None:
+def test_delete_flushes_first_then_moves_to_trash(
+    engine: ChatEngine, heard: list[TriggerListenerEvent]
+) -> None:
     session = session_with_messages(engine, 4)
     engine.triggers.switch_session(session)
     trash, event = engine.triggers.delete_session(session)
@@ -223,7 +229,9 @@ def test_day_change_at_startup(engine: ChatEngine, heard: list[TriggerListenerEv
     assert engine.triggers.startup(now=next_day) == []
 
 
-async def test_async_fire_and_timer_loop(engine: ChatEngine, heard: list[TriggerListenerEvent], clock: FakeClock) -> None:
+async def test_async_fire_and_timer_loop(
+    engine: ChatEngine, heard: list[TriggerListenerEvent], clock: FakeClock
+) -> None:
     session = session_with_messages(engine)
     events = await engine.triggers.afire("manual", session)
     assert events[0].outcome.status == "flushed"

@@ -156,7 +156,9 @@ async def test_tool_loop_is_stopped(tmp_path: Path, server: FakeOpenAI) -> None:
     engine.close()
 
 
-def _assert_turn_failed(engine: ChatEngine, session: str, events: list[ChatEvent], kind: str) -> TurnError:
+def _assert_turn_failed(
+    engine: ChatEngine, session: str, events: list[ChatEvent], kind: str
+) -> TurnError:
     error = events[-1]
     assert isinstance(error, TurnError), events
     assert error.kind == kind, error

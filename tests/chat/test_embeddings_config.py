@@ -131,7 +131,9 @@ def test_where_the_local_model_runs(tmp_path: Path) -> None:
         ChatEngine.open(load_config(path, env={}), workspace=tmp_path / "ws")
 
 
-def test_reconfigure_swaps_the_embedder_without_a_restart(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+def test_reconfigure_swaps_the_embedder_without_a_restart(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
     (tmp_path / "ws" / "memory").mkdir(parents=True)
     (tmp_path / "ws" / "MEMORY.md").write_text("# Memory\n\n- The cat is Miso.\n", "utf-8")
     local = load_config(tmp_path / "none.toml", env={})

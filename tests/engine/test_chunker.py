@@ -14,7 +14,9 @@ from tui.engine.markdown import parse_heading
 WINDOWS = ChunkParams(units=False)
 
 
-def chunks_of(text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkParams()) -> list[Chunk]:
+def chunks_of(
+    text: str, path: str = "MEMORY.md", params: ChunkParams = ChunkParams()
+) -> list[Chunk]:
     return chunk_markdown(text, path, count_tokens_batch, params)
 
 

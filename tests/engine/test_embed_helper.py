@@ -60,7 +60,9 @@ def helper() -> Iterator[HelperEmbedder]:
     model.close()
 
 
-def test_helper_vectors_are_bit_identical_to_in_process(helper: HelperEmbedder, embedder: Embedder) -> None:
+def test_helper_vectors_are_bit_identical_to_in_process(
+    helper: HelperEmbedder, embedder: Embedder
+) -> None:
     assert helper.fingerprint == embedder.fingerprint  # switching needs no rebuild
     assert not helper.loaded
     from_helper = helper.embed(TEXTS)

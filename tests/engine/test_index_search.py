@@ -238,7 +238,9 @@ class ExplodingEmbedder(Embedder):
         return super().embed(texts, progress)
 
 
-def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path: Path, embedder: Embedder) -> None:
+def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     eng = MemoryEngine(root, embedder=embedder)
     eng.load_model()
@@ -269,7 +271,9 @@ def test_fingerprint_change_rebuilds_and_a_crash_leaves_the_old_index(tmp_path: 
     rebuilt.close()
 
 
-def test_bad_files_are_skipped_with_warnings_and_never_modified(tmp_path: Path, embedder: Embedder) -> None:
+def test_bad_files_are_skipped_with_warnings_and_never_modified(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
     mem = root / "memory"
     (mem / "empty.md").write_text("")
@@ -393,7 +397,9 @@ def test_a_recorded_result_reads_back_typed_and_bad_fields_read_neutral() -> Non
     assert SearchResult.from_json({"start_line": "3"}).start_line == 0
 
 
-def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(tmp_path: Path, embedder: Embedder) -> None:
+def test_a_lone_common_word_does_not_pass_for_a_perfect_text_match(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     """ "can you give me one example" shares only "one" with "Code review SLA is one working
     day": relative to the best text match alone that scored text 1.00 and passed min_score."""
     memory = (

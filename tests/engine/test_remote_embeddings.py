@@ -68,7 +68,9 @@ def test_search_is_hybrid_with_the_remote_provider(tmp_path: Path, fake_openai: 
         engine.close()
 
 
-def test_the_live_preview_is_hybrid_with_the_remote_provider(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+def test_the_live_preview_is_hybrid_with_the_remote_provider(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
     engine = MemoryEngine(make_workspace(tmp_path), embedder=remote(fake_openai))
     try:
         engine.load_model()
@@ -82,7 +84,9 @@ def test_the_live_preview_is_hybrid_with_the_remote_provider(tmp_path: Path, fak
         engine.close()
 
 
-def test_switching_provider_rebuilds_the_index(tmp_path: Path, fake_openai: FakeOpenAI, embedder: Embedder) -> None:
+def test_switching_provider_rebuilds_the_index(
+    tmp_path: Path, fake_openai: FakeOpenAI, embedder: Embedder
+) -> None:
     root = make_workspace(tmp_path)
     engine = MemoryEngine(root, embedder=embedder)
     engine.sync()
@@ -159,7 +163,9 @@ def test_endpoint_down_falls_back_to_bm25_with_a_note(tmp_path: Path) -> None:
         engine.close()
 
 
-def test_endpoint_failing_mid_sync_keeps_the_text_index(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+def test_endpoint_failing_mid_sync_keeps_the_text_index(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
     embedder = remote(fake_openai, max_retries=0)
     engine = MemoryEngine(make_workspace(tmp_path), embedder=embedder)
     try:
@@ -174,7 +180,9 @@ def test_endpoint_failing_mid_sync_keeps_the_text_index(tmp_path: Path, fake_ope
         engine.close()
 
 
-def test_cli_search_with_endpoint_down_has_no_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_search_with_endpoint_down_has_no_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tui.cli import main
 
     config = tmp_path / "config.toml"

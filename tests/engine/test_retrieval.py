@@ -45,8 +45,12 @@ def make_engine(root: Path, embedder: Embedder, files: dict[str, str]) -> Memory
     return engine
 
 
+#: The ``workspace`` fixture: an engine over the given files (closed after the test).
+BuildWorkspace = Callable[[dict[str, str]], MemoryEngine]
+
+
 @pytest.fixture
-def workspace(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[[dict[str, str]], MemoryEngine]]:
+def workspace(tmp_path: Path, embedder: Embedder) -> Iterator[BuildWorkspace]:
     engines: list[MemoryEngine] = []
 
     def build(files: dict[str, str]) -> MemoryEngine:
@@ -59,7 +63,7 @@ def workspace(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[[dict[str
         engine.close()
 
 
-def test_a_lone_preference_is_found_by_a_semantic_question(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_lone_preference_is_found_by_a_semantic_question(workspace: BuildWorkspace) -> None:
     engine = workspace({"MEMORY.md": PREFERENCES})
     results = engine.search("what is my favourite color", now=NOW).results
     assert results, "the preference must pass the default min_score"
@@ -67,13 +71,13 @@ def test_a_lone_preference_is_found_by_a_semantic_question(workspace: Callable[[
     assert (results[0].start_line, results[0].end_line) == (5, 5)  # the unit's own line
 
 
-def test_unrelated_questions_return_nothing(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_unrelated_questions_return_nothing(workspace: BuildWorkspace) -> None:
     engine = workspace({"MEMORY.md": PREFERENCES})
     for question in ("how tall is mount everest", "recipe for sourdough bread"):
         assert engine.search(question, now=NOW).results == [], question
 
 
-def test_stemming_matches_other_word_forms(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_stemming_matches_other_word_forms(workspace: BuildWorkspace) -> None:
     engine = workspace(
         {"memory/2026-11-20.md": "# 2026-11-20\n\n- Deployed the billing services\n"}
     )
@@ -81,7 +85,7 @@ def test_stemming_matches_other_word_forms(workspace: Callable[[dict[str, str]],
     assert response.results and response.results[0].breakdown.bm25 is not None
 
 
-def test_current_state_question_prefers_the_newer_entry(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_current_state_question_prefers_the_newer_entry(workspace: BuildWorkspace) -> None:
     engine = workspace(
         {
             "memory/2025-03-02.md": "# 2025-03-02\n\n- Uses Vim as the editor for everything\n",
@@ -97,7 +101,7 @@ def test_current_state_question_prefers_the_newer_entry(workspace: Callable[[dic
     assert older.breakdown.recency < current.results[0].breakdown.recency
 
 
-def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace: BuildWorkspace) -> None:
     """'these days' asks for the present; its 'days' must not match every 'day' in the logs
     ("Tokyo day 3" for "what workouts do I do these days?")."""
     engine = workspace(
@@ -112,7 +116,7 @@ def test_a_current_state_marker_is_not_searched_for_as_a_word(workspace: Callabl
     assert all(r.breakdown.bm25 is None for r in tokyo), "matched by the marker's word"
 
 
-def test_a_shared_change_word_is_no_update_link(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_shared_change_word_is_no_update_link(workspace: BuildWorkspace) -> None:
     """Two migrations that share only 'migrating' are not one thing changing."""
     engine = workspace(
         {
@@ -141,7 +145,7 @@ EDITOR_LOGS = {
 }
 
 
-def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace: BuildWorkspace) -> None:
     engine = workspace(EDITOR_LOGS)
     response = engine.search("which editor do I use now?", now=NOW)
     by_path = {r.path: r for r in response.results}
@@ -155,7 +159,7 @@ def test_an_update_link_puts_the_change_above_the_fact_it_replaced(workspace: Ca
     assert macro is None or macro.breakdown.linked == 0.0
 
 
-def test_a_question_about_an_earlier_state_links_back_to_the_old_fact(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_question_about_an_earlier_state_links_back_to_the_old_fact(workspace: BuildWorkspace) -> None:
     engine = workspace(EDITOR_LOGS)
     response = engine.search("what editor did I use before Zed?", now=NOW)
     assert response.intent.past_state
@@ -171,7 +175,7 @@ FACT_IN_MEMORY = {
 }
 
 
-def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(workspace: BuildWorkspace) -> None:
     engine = workspace(FACT_IN_MEMORY)
     response = engine.search("which editor do I use now?", now=NOW)
     top, *rest = response.results
@@ -186,7 +190,7 @@ def test_a_newer_log_entry_that_changes_a_memory_md_fact_wins_and_says_so(worksp
     assert as_json["breakdown"]["changed_by"] == "memory/2026-11-20.md#L3-3"
 
 
-def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace: BuildWorkspace) -> None:
     files = dict(FACT_IN_MEMORY)
     files["MEMORY.md"] = (
         "# Long-term Memory\n\n"
@@ -198,14 +202,14 @@ def test_a_memory_md_fact_written_after_the_change_is_not_superseded(workspace: 
     assert memory.breakdown.superseded == 1.0 and memory.breakdown.changed_by == ""
 
 
-def test_an_undated_memory_md_fact_is_never_superseded_without_a_question_about_now(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_an_undated_memory_md_fact_is_never_superseded_without_a_question_about_now(workspace: BuildWorkspace) -> None:
     engine = workspace(FACT_IN_MEMORY)
     response = engine.search("vim editor", now=NOW)
     assert all(r.breakdown.superseded == 1.0 for r in response.results)
     assert all(r.breakdown.changed_by == "" for r in response.results)
 
 
-def test_no_update_links_without_time_intent(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_no_update_links_without_time_intent(workspace: BuildWorkspace) -> None:
     engine = workspace(EDITOR_LOGS)
     response = engine.search("vim editor", now=NOW)
     assert response.results
@@ -213,7 +217,7 @@ def test_no_update_links_without_time_intent(workspace: Callable[[dict[str, str]
     assert all(r.breakdown.superseded == 1.0 for r in response.results)
 
 
-def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace: BuildWorkspace) -> None:
     # The match is the log's last entry: an entry is indexed with the one before it as context,
     # so the entries before the match share none of its words.
     engine = workspace(
@@ -242,7 +246,7 @@ def test_neighbour_support_reaches_two_entries_and_stays_in_its_file(workspace: 
     assert other is None or other.neighbour == 0.0
 
 
-def test_a_time_window_selects_the_logs_of_that_day(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_a_time_window_selects_the_logs_of_that_day(workspace: BuildWorkspace) -> None:
     engine = workspace(
         {
             "memory/2026-11-21.md": "# 2026-11-21\n\n- Repotted the basil on the balcony\n",
@@ -262,7 +266,7 @@ def test_a_time_window_selects_the_logs_of_that_day(workspace: Callable[[dict[st
     )
 
 
-def test_injection_fills_the_budget_and_groups_by_file(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_injection_fills_the_budget_and_groups_by_file(workspace: BuildWorkspace) -> None:
     lines = "".join(f"- Sailing lesson {i}: practised tacking and knots\n" for i in range(60))
     engine = workspace({"memory/2026-11-20.md": "# 2026-11-20\n\n" + lines})
     injection = engine.inject("sailing lessons", now=NOW, budget=400)
@@ -275,7 +279,7 @@ def test_injection_fills_the_budget_and_groups_by_file(workspace: Callable[[dict
     assert "\n- L" in injection.text
 
 
-def test_packing_skips_what_does_not_fit_and_keeps_going(workspace: Callable[[dict[str, str]], MemoryEngine]) -> None:
+def test_packing_skips_what_does_not_fit_and_keeps_going(workspace: BuildWorkspace) -> None:
     engine = workspace(
         {
             "memory/2026-11-20.md": "# 2026-11-20\n\n- short sailing note\n- "
@@ -320,7 +324,9 @@ def test_inject_stdin_prints_one_json_object_per_query(tmp_path: Path) -> None:
     assert "### memory/2026-11-20.md" in objects[0]["text"]
 
 
-def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(tmp_path: Path, embedder: Embedder) -> None:
+def test_an_index_written_by_the_previous_version_opens_and_is_rebuilt(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     root = tmp_path / "ws"
     engine = make_engine(root, embedder, {"MEMORY.md": PREFERENCES})
     engine.close()

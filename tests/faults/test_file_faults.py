@@ -382,7 +382,9 @@ RACES = [(step, how) for step in STEPS for how in HOWS if (step, how) != ("after
 
 
 @pytest.mark.parametrize(("step", "how"), RACES)
-def test_hand_edit_during_save_survives(tmp_path: Path, swap_mode: str, step: str, how: str) -> None:
+def test_hand_edit_during_save_survives(
+    tmp_path: Path, swap_mode: str, step: str, how: str
+) -> None:
     def save(store: MemoryStore) -> None:
         store.add_entry("Likes trains", confidence="high", source="user")
 
@@ -395,7 +397,9 @@ def test_hand_edit_during_save_survives(tmp_path: Path, swap_mode: str, step: st
 
 
 @pytest.mark.parametrize(("step", "how"), RACES)
-def test_hand_edit_during_forget_survives(tmp_path: Path, swap_mode: str, step: str, how: str) -> None:
+def test_hand_edit_during_forget_survives(
+    tmp_path: Path, swap_mode: str, step: str, how: str
+) -> None:
     def forget(store: MemoryStore) -> None:
         entry = next(e for e in store.entries() if "dentist" in e.text)
         store.retire_entries([entry], state="forgotten")

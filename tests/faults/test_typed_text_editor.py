@@ -132,7 +132,9 @@ def test_a_terminated_app_keeps_unsaved_edits_in_a_recovery_copy(tmp_path: Path)
 # -- 2. the conflict dialog destroys nothing on Enter -------------------------------------
 
 
-async def open_conflict(pilot: Pilot[Any], app: MemdeckApp, engine: ChatEngine, outside: str) -> None:
+async def open_conflict(
+    pilot: Pilot[Any], app: MemdeckApp, engine: ChatEngine, outside: str
+) -> None:
     await type_at_the_end(pilot, app, TYPED)
     with memory_md(engine).open("a", encoding="utf-8") as handle:
         handle.write(outside)

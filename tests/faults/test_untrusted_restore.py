@@ -74,7 +74,9 @@ REPEATING = st.lists(st.sampled_from(["- a", "- b", ""]), min_size=1, max_size=8
 
 @settings(max_examples=400, deadline=None)
 @given(base=REPEATING, data=st.data())
-def test_a_deletion_and_an_insertion_elsewhere_both_survive(base: list[str], data: st.DataObject) -> None:
+def test_a_deletion_and_an_insertion_elsewhere_both_survive(
+    base: list[str], data: st.DataObject
+) -> None:
     deleted = data.draw(st.integers(0, len(base) - 1), label="deleted")
     inserted_at = data.draw(st.integers(0, len(base)), label="inserted at")
     theirs = base[:deleted] + base[deleted + 1 :]

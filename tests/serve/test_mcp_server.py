@@ -35,7 +35,9 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace: Path, tmp_path: Path) -> None:
+async def test_the_tools_are_the_chat_tools_and_recall_is_offered(
+    workspace: Path, tmp_path: Path
+) -> None:
     async with connected(workspace, tmp_path) as session:
         tools = (await session.list_tools()).tools
         prompts = (await session.list_prompts()).prompts
@@ -51,7 +53,9 @@ async def test_the_tools_are_the_chat_tools_and_recall_is_offered(workspace: Pat
     assert [a.name for a in prompts[0].arguments or []] == ["query"]
 
 
-async def test_search_finds_a_seeded_fact_with_its_breakdown(workspace: Path, tmp_path: Path) -> None:
+async def test_search_finds_a_seeded_fact_with_its_breakdown(
+    workspace: Path, tmp_path: Path
+) -> None:
     async with connected(workspace, tmp_path) as session:
         result = await session.call_tool(
             "memory_search", {"query": "what is the deploy procedure for prod", "maxResults": 3}
@@ -67,7 +71,9 @@ async def test_search_finds_a_seeded_fact_with_its_breakdown(workspace: Path, tm
     assert json.loads(text_of(result.content[0])) == result.structuredContent
 
 
-async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(workspace: Path, tmp_path: Path) -> None:
+async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(
+    workspace: Path, tmp_path: Path
+) -> None:
     async with connected(workspace, tmp_path) as session:
         result = await session.call_tool(
             "save_memory", {"content": "The staging database is called wombat"}
@@ -84,7 +90,9 @@ async def test_save_writes_memory_md_and_the_cli_finds_it_at_once(workspace: Pat
     assert "wombat" in json.loads(found.stdout)["results"][0]["text"]
 
 
-async def test_a_path_outside_the_workspace_is_an_error_and_serving_goes_on(workspace: Path, tmp_path: Path) -> None:
+async def test_a_path_outside_the_workspace_is_an_error_and_serving_goes_on(
+    workspace: Path, tmp_path: Path
+) -> None:
     async with connected(workspace, tmp_path) as session:
         refused = await session.call_tool("memory_get", {"path": "../../etc/passwd"})
         after = await session.call_tool("memory_get", {"path": "MEMORY.md"})
@@ -95,7 +103,9 @@ async def test_a_path_outside_the_workspace_is_an_error_and_serving_goes_on(work
     assert after.isError is False and "deploy.sh" in structured(after)["text"]
 
 
-async def test_hostile_arguments_are_errors_and_the_next_call_works(workspace: Path, tmp_path: Path) -> None:
+async def test_hostile_arguments_are_errors_and_the_next_call_works(
+    workspace: Path, tmp_path: Path
+) -> None:
     async with connected(workspace, tmp_path) as session:
         huge = await session.call_tool("memory_search", {"query": "deploy", "maxResults": 10**400})
         unknown = await session.call_tool("memory_search", {"query": "deploy", "rm": "-rf"})
@@ -110,7 +120,9 @@ async def test_hostile_arguments_are_errors_and_the_next_call_works(workspace: P
     assert fine.isError is False and structured(fine)["results"]
 
 
-def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(workspace: Path, tmp_path: Path) -> None:
+def test_a_literal_1e999_on_the_wire_is_an_error_and_the_next_call_works(
+    workspace: Path, tmp_path: Path
+) -> None:
     """JSON the SDK client would never write (it turns infinity into null): raw lines."""
     params = server_parameters(workspace, tmp_path)
     lines = [

@@ -19,7 +19,9 @@ from tui.app.panels.activity_panel import ActivityPanel
 from tui.chat.chat import ChatEngine
 
 
-async def test_an_agents_save_and_forget_show_in_the_app_and_undo_works(engine: ChatEngine, tmp_path: Path) -> None:
+async def test_an_agents_save_and_forget_show_in_the_app_and_undo_works(
+    engine: ChatEngine, tmp_path: Path
+) -> None:
     app = small_app(engine, tmp_path)
     workspace = engine.memory.workspace.root
     memory_file = workspace / "MEMORY.md"
