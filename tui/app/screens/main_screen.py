@@ -58,9 +58,8 @@ if TYPE_CHECKING:
     from tui.app.workspace_watcher import WorkspaceWatcher
     from tui.chat.chat import ChatEngine
     from tui.chat.config import Config
-    from tui.chat.consolidation import Proposal
     from tui.chat.events import WorkbenchEvent
-    from tui.chat.workbench import ConsolidationOutcome, Workbench
+    from tui.chat.workbench import Workbench
 
 #: Index progress messages are posted at most this often (seconds).
 PROGRESS_INTERVAL = 0.1
@@ -236,7 +235,7 @@ class MainScreen(Screen[None]):
         self.desk.attach(workbench)
         self.watch(self.desk, "session_title", self._show_session_title, init=False)
         self._started = True
-        engine.confirm_forget = self._confirm_forget
+        engine.confirm_forget = self.desk.confirm_forget
         # Every memory change ends in the panels' index signal: the header count follows it.
         self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
 
@@ -246,7 +245,7 @@ class MainScreen(Screen[None]):
         workbench.subscribe(bridge)
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
-        self._announce_recovery_copies()
+        self.desk.announce_recovery_copies()
         self.chat_pane.focus_input()
         self.desk.open_initial_session()
         self.call_after_refresh(self._start_background)
@@ -438,43 +437,6 @@ class MainScreen(Screen[None]):
             self.notify(
                 outcome.summary, title=f"memory not written ({event.trigger})", severity="warning"
             )
-
-    # -- questions for the user --
-
-    @work(thread=True, group="recovery", exit_on_error=False)
-    def _announce_recovery_copies(self) -> None:
-        """Say once where unsaved MEMORY.md edits of a killed run were kept."""
-        store = self.engine.memory.store
-        for copy in store.unannounced_recovery_copies():
-            rel = copy.relative_to(self.engine.memory.workspace.root)
-            self.app.call_from_thread(
-                self.notify,
-                f"unsaved MEMORY.md edits from a run that was ended are in {rel}",
-                title="recovered",
-                severity="warning",
-                timeout=20,
-            )
-            store.mark_recovery_announced(copy)
-
-    async def _confirm_forget(self, memories: list[str], already: int) -> bool:
-        """Ask whether the model may forget ``memories`` (past the per-turn limit); Keep is the default."""
-        from tui.app.screens.confirm_screen import ConfirmScreen
-
-        count = len(memories)
-        listed = "\n".join(f"• {line}" for line in memories)
-        question = (
-            f"The assistant wants to forget {count} more memor{'y' if count == 1 else 'ies'} "
-            f"({already} forgotten already this turn):\n\n{listed}\n\n"
-            "Every forget can be undone with `memdeck forgotten --restore`."
-        )
-        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-        def answered(yes: bool | None) -> None:
-            if not answer.done():
-                answer.set_result(bool(yes))
-
-        self.app.push_screen(ConfirmScreen(question, confirm="Forget", cancel="Keep"), answered)
-        return await answer
 
     # -- sessions (the desk's flow) --
 
@@ -687,42 +649,7 @@ class MainScreen(Screen[None]):
 
     def action_consolidate(self) -> None:
         """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""
-        self.notify("asking the model for a consolidated MEMORY.md…", title="consolidate")
-        self._propose_consolidation()
-
-    @work(exclusive=True, group="consolidate", exit_on_error=False)
-    async def _propose_consolidation(self) -> None:
-        from tui.app.screens.consolidation_screen import ConsolidationScreen
-
-        outcome = await self.workbench.propose_consolidation()
-        proposal = outcome.proposal
-        if proposal is None:
-            self._consolidation_finished(outcome)
-            return
-
-        def decided(choice: str | None) -> None:
-            if choice is not None:
-                self._decide_consolidation(proposal, choice == "accept")
-
-        self.app.push_screen(ConsolidationScreen(proposal), decided)
-
-    @work(exclusive=True, group="consolidate", exit_on_error=False)
-    async def _decide_consolidation(self, proposal: Proposal, accept: bool) -> None:
-        self._consolidation_finished(await self.workbench.decide_consolidation(proposal, accept))
-
-    def _consolidation_finished(self, outcome: ConsolidationOutcome) -> None:
-        panels = self.memory_panels
-        if outcome.what == "unchanged":
-            self.notify("MEMORY.md is already consolidated: no changes", title="consolidate")
-        elif outcome.what == "accepted":
-            panels.log_event(f"consolidation accepted: {outcome.detail}")
-            self.notify(f"MEMORY.md updated: {outcome.detail}", title="consolidate")
-        elif outcome.what == "rejected":
-            panels.log_event("consolidation rejected")
-            self.notify("nothing changed", title="consolidation rejected")
-        else:
-            panels.log_event(f"consolidation failed: {outcome.detail}")
-            self.notify(outcome.detail, title="consolidation", severity="warning", timeout=10)
+        self.desk.consolidate()
 
     def action_show_workspace(self) -> None:
         """Show (and copy) the workspace folder."""

@@ -1,7 +1,8 @@
 """The desk: sessions | chat | memory panels over the workbench, and the flows between them.
 
 It owns the session flow (resume, switch, new, rename, delete: each awaits the workbench in a
-worker and shows the result) and the conversation's wiring (a message the chat pane sends runs
+worker and shows the result), the questions to the user (may the model forget more? unsaved
+edits recovered) and the consolidation's review, and the conversation's wiring (a message the chat pane sends runs
 as the workbench's turn; the turn's events, handed on by the screen from the workbench's
 stream, reach the chat pane). The screen gives it the workbench (:meth:`Desk.attach`) and
 reads :attr:`Desk.session_title` for its header.
@@ -9,6 +10,7 @@ reads :attr:`Desk.session_title` for its header.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
@@ -26,8 +28,9 @@ if TYPE_CHECKING:
     from tui.app.panels.memory_panels import MemoryPanels
     from tui.app.widgets.chat_pane import ChatPane
     from tui.app.widgets.session_list import SessionList
+    from tui.chat.consolidation import Proposal
     from tui.chat.events import WorkbenchEvent
-    from tui.chat.workbench import Workbench
+    from tui.chat.workbench import ConsolidationOutcome, Workbench
 
 
 class Desk(Horizontal):
@@ -119,6 +122,85 @@ class Desk(Horizontal):
             self._session_opened(event.session_id)
         else:
             self.chat_pane.post_message(WorkbenchMessage(event))
+
+    # -- questions for the user --
+
+    @work(thread=True, group="recovery", exit_on_error=False)
+    def announce_recovery_copies(self) -> None:
+        """Say once where unsaved MEMORY.md edits of a killed run were kept."""
+        memory = self.workbench.engine.memory
+        store = memory.store
+        for copy in store.unannounced_recovery_copies():
+            rel = copy.relative_to(memory.workspace.root)
+            self.app.call_from_thread(
+                self.notify,
+                f"unsaved MEMORY.md edits from a run that was ended are in {rel}",
+                title="recovered",
+                severity="warning",
+                timeout=20,
+            )
+            store.mark_recovery_announced(copy)
+
+    async def confirm_forget(self, memories: list[str], already: int) -> bool:
+        """Ask whether the model may forget ``memories`` (past the per-turn limit); Keep is the default."""
+        from tui.app.screens.confirm_screen import ConfirmScreen
+
+        count = len(memories)
+        listed = "\n".join(f"• {line}" for line in memories)
+        question = (
+            f"The assistant wants to forget {count} more memor{'y' if count == 1 else 'ies'} "
+            f"({already} forgotten already this turn):\n\n{listed}\n\n"
+            "Every forget can be undone with `memdeck forgotten --restore`."
+        )
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def answered(yes: bool | None) -> None:
+            if not answer.done():
+                answer.set_result(bool(yes))
+
+        self.app.push_screen(ConfirmScreen(question, confirm="Forget", cancel="Keep"), answered)
+        return await answer
+
+    # -- consolidation --
+
+    def consolidate(self) -> None:
+        """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""
+        self.notify("asking the model for a consolidated MEMORY.md…", title="consolidate")
+        self._propose_consolidation()
+
+    @work(exclusive=True, group="consolidate", exit_on_error=False)
+    async def _propose_consolidation(self) -> None:
+        from tui.app.screens.consolidation_screen import ConsolidationScreen
+
+        outcome = await self.workbench.propose_consolidation()
+        proposal = outcome.proposal
+        if proposal is None:
+            self._consolidation_finished(outcome)
+            return
+
+        def decided(choice: str | None) -> None:
+            if choice is not None:
+                self._decide_consolidation(proposal, choice == "accept")
+
+        self.app.push_screen(ConsolidationScreen(proposal), decided)
+
+    @work(exclusive=True, group="consolidate", exit_on_error=False)
+    async def _decide_consolidation(self, proposal: Proposal, accept: bool) -> None:
+        self._consolidation_finished(await self.workbench.decide_consolidation(proposal, accept))
+
+    def _consolidation_finished(self, outcome: ConsolidationOutcome) -> None:
+        panels = self.memory_panels
+        if outcome.what == "unchanged":
+            self.notify("MEMORY.md is already consolidated: no changes", title="consolidate")
+        elif outcome.what == "accepted":
+            panels.log_event(f"consolidation accepted: {outcome.detail}")
+            self.notify(f"MEMORY.md updated: {outcome.detail}", title="consolidate")
+        elif outcome.what == "rejected":
+            panels.log_event("consolidation rejected")
+            self.notify("nothing changed", title="consolidation rejected")
+        else:
+            panels.log_event(f"consolidation failed: {outcome.detail}")
+            self.notify(outcome.detail, title="consolidation", severity="warning", timeout=10)
 
     # -- sessions --
 
