@@ -1,13 +1,17 @@
-"""MainScreen: sessions | chat | memory panels, over the headless workbench.
+"""MainScreen: header, mode bar, the desk (sessions | chat | memory panels), footer, over the
+headless workbench.
 
 The application core (the open session, the running turn, the lifecycle lock, start-up sync
 and model load, the triggers, the session and memory actions) is
-:class:`tui.chat.workbench.Workbench`; the screen composes the widgets, starts the workbench's
-actions in its workers, and hears everything the workbench publishes through ONE listener that
-posts a :class:`~tui.app.messages.WorkbenchMessage` (from whatever thread it happened on):
-turn events go on to the chat pane, the rest becomes UI updates here. Widgets get their state
-as attributes and tell the screen what the user wants by messages. The screen also runs the
-workspace watcher; once it is gone (the app quitting) nothing more is delivered to it.
+:class:`tui.chat.workbench.Workbench`; the flows between the sessions, the chat and the memory
+panels are the :class:`~tui.app.widgets.desk.Desk`'s. The screen starts the background and the
+memory actions in its workers, and hears everything the workbench publishes through ONE
+listener that posts a :class:`~tui.app.messages.WorkbenchMessage` (from whatever thread it
+happened on): session and turn events go on to the desk, memory changes to the memory panels,
+the rest becomes header, log and toast updates here. Widgets get their state as attributes and
+tell what the user wants by messages. The screen also runs the workspace watcher and owns the
+keys, the focus and the narrow layout's view; once it is gone (the app quitting) nothing more
+is delivered to it.
 """
 
 from __future__ import annotations
