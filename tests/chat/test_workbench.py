@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from support.chat_support import SummaryResponder, add_messages
@@ -28,6 +30,8 @@ from tui.chat.events import (
 )
 from tui.chat.workbench import ConfigOutcome, IndexOutcome, TurnAlreadyRunning, Workbench
 from tui.engine.engine import MemoryChange
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -183,6 +187,33 @@ def test_a_turn_runs_in_the_workbench_and_comes_out_on_its_one_stream(
     assert changes and changes[0].paths == ("MEMORY.md",) and changes[0].origin
     assert all(isinstance(e, ChatEvent | MemoryChange) for e in turn)
     assert not workbench.turn_running
+
+
+def test_a_one_tool_turn_crosses_to_a_thread_five_times(
+    workbench: Workbench, engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message stored with its measure, the request prepared (injection and its record),
+    the answer, the tool with its two records, the final answer: one hop each (it was 11)."""
+    server.enqueue(
+        FakeOpenAI.text("Hello."),
+        FakeOpenAI.tool_call("save_memory", {"content": "Keeps bees on the roof"}),
+        FakeOpenAI.text("Noted."),
+    )
+    hops: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func: Callable[..., T], /, *args: object, **kwargs: object) -> T:
+        hops.append(getattr(func, "__name__", type(func).__name__))
+        return await to_thread(func, *args, **kwargs)
+
+    async def scenario() -> None:
+        workbench.open((await workbench.new_session()).id)
+        await workbench.run_turn("hello")  # the first request also makes the HTTP client
+        monkeypatch.setattr(asyncio, "to_thread", counted)
+        await workbench.run_turn("remember that I keep bees")
+
+    asyncio.run(scenario())
+    assert hops == ["_admit", "_prepare_request", "append_message", "run_here", "append_message"]
 
 
 def test_a_stopped_turn_ends_stopped_and_one_turn_runs_at_a_time(
