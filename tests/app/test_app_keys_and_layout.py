@@ -35,6 +35,7 @@ from tui.app.app import MemdeckApp
 from tui.app.screens.help_screen import HelpScreen
 from tui.app.themes import load_themes, parse_theme
 from tui.app.widgets.chat_input import ChatInput
+from tui.app.widgets.desk import Desk
 from tui.chat.chat import ChatEngine
 from tui.engine.embeddings import Embedder
 from tui.engine.inject import InjectionReport
@@ -404,7 +405,7 @@ async def test_indexing_progress_is_shown_while_a_dropped_file_is_embedded(
         await wait_until(pilot, lambda: (screen.header.chunks or 0) >= before + 80, "the count")
         assert screen.header.progress == "" and "✓ hybrid" in str(screen.header.render())
         # what a progress report looks like while it runs
-        screen.post_message(screen.IndexProgress("embedding", 120, 400))
+        screen.desk.post_message(Desk.IndexProgress("embedding", 120, 400))
         await wait_until(pilot, lambda: screen.header.progress != "", "a progress report")
         header = str(app.query_one(AppHeader).render())
         assert "BM25 only · embedding 120/400 units" in header

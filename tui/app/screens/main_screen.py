@@ -4,22 +4,19 @@ headless workbench.
 The application core (the open session, the running turn, the lifecycle lock, start-up sync
 and model load, the triggers, the session and memory actions) is
 :class:`tui.chat.workbench.Workbench`; the flows between the sessions, the chat and the memory
-panels are the :class:`~tui.app.widgets.desk.Desk`'s. The screen starts the background and the
-memory actions in its workers, and hears everything the workbench publishes through ONE
-listener that posts a :class:`~tui.app.messages.WorkbenchMessage` (from whatever thread it
-happened on): session and turn events go on to the desk, memory changes to the memory panels,
-the rest becomes header, log and toast updates here. Widgets get their state as attributes and
-tell what the user wants by messages. The screen also runs the workspace watcher and owns the
-keys, the focus and the narrow layout's view; once it is gone (the app quitting) nothing more
-is delivered to it.
+panels, and the memory actions, are the :class:`~tui.app.widgets.desk.Desk`'s. Everything the
+workbench publishes goes through ONE listener that posts a
+:class:`~tui.app.messages.WorkbenchMessage` to the desk (from whatever thread it happened on);
+the header shows the desk's state (its reactives, watched here). Widgets get their state as
+attributes and tell what the user wants by messages. The screen starts the background (the
+start-up sync, the model, the workspace watcher, the triggers) and owns the keys, the focus
+and the narrow layout's view; once it is gone (the app quitting) nothing more is delivered.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
@@ -28,28 +25,17 @@ from typing import TYPE_CHECKING
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding
-from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker
 
-from tui.app.messages import MemoryChanged, WorkbenchMessage, report_worker_error
-from tui.app.progress_text import ProgressClock
+from tui.app.messages import WorkbenchMessage, report_worker_error
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
 from tui.app.widgets.app_header import AppHeader
-from tui.app.widgets.desk import Desk
+from tui.app.widgets.desk import HEADER_STATE, Desk
 from tui.app.widgets.mode_bar import ModeBar
-from tui.chat.events import (
-    ChatEvent,
-    FlushStarted,
-    IndexOutcome,
-    SessionOpened,
-    TriggerEvent,
-    TurnEnded,
-    TurnOpened,
-)
 
 # The heavy half (chat engine, memory panels, watcher) is imported once the engine is open; see
 # MemdeckApp._load_engine. These names are for type hints only.
@@ -65,9 +51,6 @@ if TYPE_CHECKING:
     from tui.chat.events import WorkbenchEvent
     from tui.chat.workbench import Workbench
 
-#: Index progress messages are posted at most this often (seconds).
-PROGRESS_INTERVAL = 0.1
-
 
 class MainScreen(Screen[None]):
     """The one screen of memdeck over one :class:`ChatEngine` (given now, or :meth:`attach`-ed
@@ -82,16 +65,6 @@ class MainScreen(Screen[None]):
     BINDINGS = MAIN_BINDINGS
 
     HORIZONTAL_BREAKPOINTS = BREAKPOINTS
-
-    # -- messages of the screen's own workers --
-
-    @dataclass
-    class IndexProgress(Message):
-        """The index is syncing: ``done`` of ``total`` in ``stage``."""
-
-        stage: str
-        done: int
-        total: int
 
     #: Which half fills a narrow screen: ``chat`` or ``memory`` (wider screens show both).
     view: reactive[str] = reactive("chat", init=False)
@@ -127,7 +100,6 @@ class MainScreen(Screen[None]):
         self._after_attach: list[Callable[[], object]] = []
         #: Keys typed in a panel are on their way to the message box (see :meth:`on_key`).
         self._typing_to_chat = False
-        self._progress_clock = ProgressClock()
 
     @property
     def engine(self) -> ChatEngine:
@@ -213,10 +185,17 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(ModeBar).toggle_key = self.config.keymap.get("app.toggle_memory", "ctrl+t")
-        self.header.model = self.config.effective_model or ""
-        self.header.model_state = "loading" if self.load_model else "none"
+        desk = self.desk
+        for name in HEADER_STATE:  # the header shows the desk's state
+            self.watch(desk, name, self._header_shows(name))
+        desk.model = self.config.effective_model or ""
+        desk.model_state = "loading" if self.load_model else "none"
         if self._engine is not None:
             self._start()
+
+    def _header_shows(self, name: str) -> Callable[[object], None]:
+        header = self.header
+        return lambda value: setattr(header, name, value)
 
     async def attach(self, engine: ChatEngine) -> None:
         """The engine is open (after the first frame): mount the main widgets over it."""
@@ -236,15 +215,13 @@ class MainScreen(Screen[None]):
     def _start(self) -> None:
         """The engine and the main widgets are there: wire them up and start the background."""
         engine, workbench = self.engine, self.workbench
-        self.desk.attach(workbench)
-        self.watch(self.desk, "session_title", self._show_session_title, init=False)
+        desk = self.desk
+        desk.attach(workbench)
         self._started = True
-        engine.confirm_forget = self.desk.confirm_forget
-        # Every memory change ends in the panels' index signal: the header count follows it.
-        self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
+        engine.confirm_forget = desk.confirm_forget
 
         def bridge(event: WorkbenchEvent) -> None:  # the one listener, on any thread
-            self.post_message(WorkbenchMessage(event))
+            desk.post_message(WorkbenchMessage(event))
 
         workbench.subscribe(bridge)
         for notice in engine.memory.notices:
@@ -291,15 +268,16 @@ class MainScreen(Screen[None]):
             return
         self._prepare_index()
         if self.load_model:
-            self.memory_panels.set_model_state("loading")
-            self._load_model()
+            self.desk.load_model()
         else:
             self.workbench.without_model()
         if self.watch_files:
             from tui.app.workspace_watcher import WorkspaceWatcher
 
             self.watcher = WorkspaceWatcher(
-                self.engine.memory, self.memory_panels.post_message, progress=self._progress()
+                self.engine.memory,
+                self.memory_panels.post_message,
+                progress=self.desk.progress_reporter(),
             )
             self._watch_workspace()
         self._run_triggers()
@@ -319,35 +297,11 @@ class MainScreen(Screen[None]):
 
     # -- background workers --
 
-    def _progress(self) -> Callable[[str, int, int], None]:
-        last = 0.0
-
-        def report(stage: str, done: int, total: int) -> None:
-            nonlocal last
-            now = time.monotonic()
-            if done >= total or now - last >= PROGRESS_INTERVAL:
-                last = now
-                self.post_message(self.IndexProgress(stage, done, total))
-
-        return report
-
     @work(exclusive=True, group="index", exit_on_error=False)
     async def _prepare_index(self) -> None:
         """Sync the index (BM25 at once), then, once the model is loaded, embed what is new."""
-        async for _outcome in self.workbench.prepare_index(self._progress()):
+        async for _outcome in self.workbench.prepare_index(self.desk.progress_reporter()):
             pass  # each outcome arrives on the workbench's stream
-
-    @work(exclusive=True, group="model", exit_on_error=False)
-    async def _load_model(self) -> None:
-        error = await self.workbench.load_model()
-        state = "failed" if error else "loaded"
-        self.header.model_state = state
-        self.memory_panels.set_model_state(state)
-        if error:
-            self.notify(
-                f"embedding model failed to load; search stays BM25-only ({error})",
-                severity="warning",
-            )
 
     #: Whether the first keystroke of a draft has started :meth:`_import_llm_sdk`.
     _sdk_import_started = False
@@ -373,79 +327,10 @@ class MainScreen(Screen[None]):
         """Day change at start-up, then the idle / day-change / background timer loop."""
         await self.workbench.run_triggers(self._trigger_stop)
 
-    @work(exclusive=True, group="index-stats", exit_on_error=False)
-    async def _read_index_stats(self) -> None:
-        chunks = (await self.workbench.index_stats()).get("chunks")
-        self.header.chunks = int(chunks) if isinstance(chunks, int | float) else None
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         report_worker_error(self, event)
 
-    # -- what the workbench publishes --
-
-    @on(WorkbenchMessage)
-    def _workbench_event(self, message: WorkbenchMessage) -> None:
-        event = message.event
-        if isinstance(event, ChatEvent | TurnOpened | TurnEnded | SessionOpened):
-            self.desk.follow(event)
-        elif isinstance(event, IndexOutcome):
-            self._index_synced(event)
-        elif isinstance(event, FlushStarted | TriggerEvent):
-            self._trigger_notice(event)
-        else:  # a memory change, with its origin
-            self.memory_panels.post_message(MemoryChanged.of(event))
-
-    # -- index and model --
-
-    @on(IndexProgress)
-    def _index_progress(self, message: IndexProgress) -> None:
-        text = self._progress_clock.describe(message.stage, message.done, message.total)
-        self.header.progress = text
-        self.memory_panels.set_progress(text)
-
-    def _index_synced(self, message: IndexOutcome) -> None:
-        """A sync, reindex or config reload ended: say so, and refresh what shows the index."""
-        from tui.app.panels.memory_panels import describe_sync
-
-        self.header.progress = ""
-        panels = self.memory_panels
-        panels.set_progress("")
-        if message.error:
-            panels.log_event(f"index {message.reason} failed: {message.error}")
-            self.notify(message.error, title="index", severity="error")
-            self._read_index_stats()
-            return
-        panels.log_event(f"index {message.reason}: {describe_sync(message.report)}")
-        if message.reason == "reindex":
-            self.notify(f"reindexed: {describe_sync(message.report)}", title="index")
-        panels.index_changed([])
-
-    # -- triggers and flushes --
-
-    def _trigger_notice(self, event: FlushStarted | TriggerEvent) -> None:
-        panels = self.memory_panels
-        if isinstance(event, FlushStarted):
-            self.header.flushing += 1
-            panels.log_event(f"{event.trigger}: flushing {event.session_id} ({event.reason})")
-            return
-        if event.session_id is not None:
-            self.header.flushing = max(0, self.header.flushing - 1)
-        outcome = event.outcome
-        panels.record_flush(event.trigger, outcome.described)
-        for line in outcome.changed:
-            panels.log_event(f"changed? {line}")
-        if outcome.status == "flushed":  # the engine published what it wrote
-            self.session_list.reload()
-            self.notify(outcome.described, title=f"memory ({event.trigger})")
-        elif outcome.status in ("skipped", "failed"):
-            self.notify(
-                outcome.summary, title=f"memory not written ({event.trigger})", severity="warning"
-            )
-
     # -- sessions (the desk's flow) --
-
-    def _show_session_title(self, title: str) -> None:
-        self.header.session_title = title
 
     def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
         if message.session_id == self.active_session:  # the desk opened it
@@ -487,29 +372,13 @@ class MainScreen(Screen[None]):
     def action_why(self) -> None:
         """Why did these memories surface? What the last turn injected, as recorded in its
         transcript, with each memory's score breakdown; with no turn yet, search the draft."""
-        if self.active_session is not None and self.chat_pane.last_user_text:
-            self._find_last_injection(self.active_session)
-            return
-        self._why_by_search()
+        self.desk.why()
 
-    def _why_by_search(self) -> None:
-        text = self.chat_pane.last_user_text or self.chat_pane.draft
-        if not text:
-            self.notify("send a message first", severity="warning")
-            return
+    def _on_desk_memory_wanted(self) -> None:
         self.view = "memory"
-        self.memory_panels.explain(text)
 
-    @work(exclusive=True, group="why", exit_on_error=False)
-    async def _find_last_injection(self, session_id: str) -> None:
-        turn = await self.workbench.last_injection(session_id)
-        if turn is None:  # a turn from before injections were recorded
-            self._why_by_search()
-            return
-        self.view = "memory"
-        panels = self.memory_panels
-        panels.show_injection(turn)
-        panels.show_tab("inject", focus=True)
+    def _on_desk_config_reloaded(self, message: Desk.ConfigReloaded) -> None:
+        self.config = message.config
 
     def action_focus_chat(self) -> None:
         """Back to the message box (on a narrow screen, the chat comes back)."""
@@ -598,58 +467,20 @@ class MainScreen(Screen[None]):
         if self.view == "chat" and self.chat_pane.draft:
             self.query_one(ModeBar).badge = message.summary
 
-    # -- memory actions --
+    # -- memory actions (the desk's) --
 
     def action_flush(self) -> None:
         """Summarise the open session into today's daily log now (the manual trigger)."""
-        self._flush()
-
-    @work(group="lifecycle", exit_on_error=False)
-    async def _flush(self) -> None:
-        await self.workbench.flush()
+        self.desk.flush()
 
     def action_reindex(self) -> None:
         """Rebuild the index from the Markdown files."""
-        self.header.progress = "reindexing…"
-        self._reindex()
-
-    @work(exclusive=True, group="reindex", exit_on_error=False)
-    async def _reindex(self) -> None:
-        await self.workbench.reindex(self._progress())  # the outcome arrives on the stream
+        self.desk.reindex()
 
     def action_reload_config(self) -> None:
         """Re-read config.toml and apply it without a restart; a changed ``[embeddings]``
         swaps the embedder (rebuilding the index in the background when the model changed)."""
-        if self.desk.still_answering("reload the config once the answer is done"):
-            return
-        self.header.progress = "reloading config…"
-        self._reload_config()
-
-    @work(exclusive=True, group="reindex", exit_on_error=False)
-    async def _reload_config(self) -> None:
-        from tui.app.panels.memory_panels import describe_sync
-
-        outcome = await self.workbench.reload_config()
-        if isinstance(outcome, IndexOutcome):
-            return  # it failed: the outcome arrives on the stream
-        config = outcome.config
-        self.config = config
-        self.header.model = config.effective_model or ""
-        self.chat_pane.llm_problem = self.workbench.llm_problem
-        self.chat_pane.model = self.workbench.model
-        self.header.progress = ""
-        note = "config reloaded (keys and theme apply at the next start)"
-        if outcome.report is not None:
-            memory = self.engine.memory
-            note += f"; embeddings: {memory.embedder.spec.name}, {describe_sync(outcome.report)}"
-            for warning in outcome.report.warnings:
-                self.notify(warning, title="embeddings", severity="warning")
-            state = "loaded" if memory.model_loaded else "none"
-            self.header.model_state = state
-            self.memory_panels.set_model_state(state)
-        self.memory_panels.log_event(note)
-        self.notify(note, title="config")
-        self.memory_panels.index_changed([])
+        self.desk.reload_config()
 
     def action_consolidate(self) -> None:
         """Ask the model for an updated MEMORY.md from recent daily logs, then review it."""

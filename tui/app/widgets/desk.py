@@ -2,46 +2,98 @@
 
 It owns the session flow (resume, switch, new, rename, delete: each awaits the workbench in a
 worker and shows the result), the questions to the user (may the model forget more? unsaved
-edits recovered) and the consolidation's review, and the conversation's wiring (a message the chat pane sends runs
-as the workbench's turn; the turn's events, handed on by the screen from the workbench's
-stream, reach the chat pane). The screen gives it the workbench (:meth:`Desk.attach`) and
-reads :attr:`Desk.session_title` for its header.
+edits recovered), the consolidation's review, the conversation's wiring (a message the chat
+pane sends runs as the workbench's turn) and the memory actions (flush, reindex, reload the
+config, why?, loading the embedding model). Everything the workbench publishes arrives here
+as a :class:`~tui.app.messages.WorkbenchMessage` (the screen's one listener posts it): turn
+and session events go on to the chat pane, memory changes to the memory panels, index and
+trigger outcomes become log lines, toasts and the header's state. That state is the desk's
+reactives (:data:`HEADER_STATE`), which the screen shows in its header; the screen gives the
+desk the workbench (:meth:`Desk.attach`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import on, work
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.worker import Worker
 
-from tui.app.messages import WorkbenchMessage, report_worker_error
+from tui.app.messages import MemoryChanged, WorkbenchMessage, report_worker_error
+from tui.app.progress_text import ProgressClock
+from tui.chat.events import (
+    ChatEvent,
+    FlushStarted,
+    IndexOutcome,
+    SessionOpened,
+    TriggerEvent,
+    TurnEnded,
+    TurnOpened,
+)
 
 if TYPE_CHECKING:
     from tui.app.panels.memory_panels import MemoryPanels
     from tui.app.widgets.chat_pane import ChatPane
     from tui.app.widgets.session_list import SessionList
+    from tui.chat.config import Config
     from tui.chat.consolidation import Proposal
-    from tui.chat.events import WorkbenchEvent
     from tui.chat.workbench import ConsolidationOutcome, Workbench
+
+#: Index progress messages are posted at most this often (seconds).
+PROGRESS_INTERVAL = 0.1
+
+#: The desk's reactives the header shows (the :class:`~tui.app.widgets.app_header.AppHeader`
+#: attributes of the same names).
+HEADER_STATE = ("session_title", "model", "model_state", "chunks", "progress", "flushing")
 
 
 class Desk(Horizontal):
     """Sessions, chat and memory panels (mounted by :meth:`attach`, once the engine is open)."""
 
+    @dataclass
+    class IndexProgress(Message):
+        """The index is syncing: ``done`` of ``total`` in ``stage``."""
+
+        stage: str
+        done: int
+        total: int
+
+    @dataclass
+    class ConfigReloaded(Message):
+        """config.toml was read again and applied."""
+
+        config: Config
+
+    class MemoryWanted(Message):
+        """What the desk just showed is in the memory panels: they should be in view."""
+
     #: The open session's title ("…" while its transcript loads; "" with none open).
     session_title: reactive[str] = reactive("", init=False)
+    #: The chat model's name ("" when none is configured).
+    model: reactive[str] = reactive("", init=False)
+    #: The embedding model: ``loading``, ``loaded``, ``failed`` or ``none``.
+    model_state: reactive[str] = reactive("loading", init=False)
+    #: Chunks in the index (None until counted).
+    chunks: reactive[int | None] = reactive(None, init=False)
+    #: ``embedding 120/400 units`` (or ``reindexing…``) while the index changes, else empty.
+    progress: reactive[str] = reactive("", init=False)
+    #: Flushes running now.
+    flushing: reactive[int] = reactive(0, init=False)
 
     def __init__(self, *children: Widget, id: str | None = None) -> None:
         super().__init__(*children, id=id)
         self._workbench: Workbench | None = None
+        self._progress_clock = ProgressClock()
 
     @property
     def workbench(self) -> Workbench:
@@ -91,6 +143,8 @@ class Desk(Horizontal):
     def attach(self, workbench: Workbench) -> None:
         """Work over ``workbench`` (its widgets are mounted)."""
         self._workbench = workbench
+        # Every memory change ends in the panels' index signal: the header count follows it.
+        self.memory_panels.index_signal.subscribe(self, lambda _paths: self._read_index_stats())
 
     @property
     def chat_pane(self) -> ChatPane:
@@ -114,14 +168,20 @@ class Desk(Horizontal):
             self.notify(advice, severity="warning")
         return self.chat_pane.busy
 
-    def follow(self, event: WorkbenchEvent) -> None:
-        """An event of the open session or its turn, from the workbench's stream."""
-        from tui.chat.events import SessionOpened
-
+    @on(WorkbenchMessage)
+    def _workbench_event(self, message: WorkbenchMessage) -> None:
+        """What the workbench published (the screen's one listener posted it here)."""
+        event = message.event
         if isinstance(event, SessionOpened):
             self._session_opened(event.session_id)
-        else:
-            self.chat_pane.post_message(WorkbenchMessage(event))
+        elif isinstance(event, ChatEvent | TurnOpened | TurnEnded):
+            self.chat_pane.post_message(message)
+        elif isinstance(event, IndexOutcome):
+            self._index_synced(event)
+        elif isinstance(event, FlushStarted | TriggerEvent):
+            self._trigger_notice(event)
+        else:  # a memory change, with its origin
+            self.memory_panels.post_message(MemoryChanged.of(event))
 
     # -- questions for the user --
 
@@ -374,3 +434,159 @@ class Desk(Horizontal):
     def _on_chat_pane_turn_finished(self, message: ChatPane.TurnFinished) -> None:
         self.session_list.reload()
         self.memory_panels.follow_conversation(message.user_text)
+
+    # -- the index, the embedding model and the triggers --
+
+    def progress_reporter(self) -> Callable[[str, int, int], None]:
+        """A progress callback for a sync on any thread (posts :class:`IndexProgress`, at most
+        every :data:`PROGRESS_INTERVAL` seconds, and always the last step)."""
+        last = 0.0
+
+        def report(stage: str, done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if done >= total or now - last >= PROGRESS_INTERVAL:
+                last = now
+                self.post_message(self.IndexProgress(stage, done, total))
+
+        return report
+
+    @on(IndexProgress)
+    def _index_progress(self, message: IndexProgress) -> None:
+        self.progress = self._progress_clock.describe(message.stage, message.done, message.total)
+        self.memory_panels.set_progress(self.progress)
+
+    def _index_synced(self, message: IndexOutcome) -> None:
+        """A sync, reindex or config reload ended: say so, and refresh what shows the index."""
+        from tui.app.panels.memory_panels import describe_sync
+
+        self.progress = ""
+        panels = self.memory_panels
+        panels.set_progress("")
+        if message.error:
+            panels.log_event(f"index {message.reason} failed: {message.error}")
+            self.notify(message.error, title="index", severity="error")
+            self._read_index_stats()
+            return
+        panels.log_event(f"index {message.reason}: {describe_sync(message.report)}")
+        if message.reason == "reindex":
+            self.notify(f"reindexed: {describe_sync(message.report)}", title="index")
+        panels.index_changed([])
+
+    @work(exclusive=True, group="index-stats", exit_on_error=False)
+    async def _read_index_stats(self) -> None:
+        chunks = (await self.workbench.index_stats()).get("chunks")
+        self.chunks = int(chunks) if isinstance(chunks, int | float) else None
+
+    def _show_model_state(self, state: str) -> None:
+        self.model_state = state
+        self.memory_panels.set_model_state(state)
+
+    def load_model(self) -> None:
+        """Load the embedding model in the background (search is BM25-only meanwhile)."""
+        self._show_model_state("loading")
+        self._load_model()
+
+    @work(exclusive=True, group="model", exit_on_error=False)
+    async def _load_model(self) -> None:
+        error = await self.workbench.load_model()
+        self._show_model_state("failed" if error else "loaded")
+        if error:
+            self.notify(
+                f"embedding model failed to load; search stays BM25-only ({error})",
+                severity="warning",
+            )
+
+    def _trigger_notice(self, event: FlushStarted | TriggerEvent) -> None:
+        panels = self.memory_panels
+        if isinstance(event, FlushStarted):
+            self.flushing += 1
+            panels.log_event(f"{event.trigger}: flushing {event.session_id} ({event.reason})")
+            return
+        if event.session_id is not None:
+            self.flushing = max(0, self.flushing - 1)
+        outcome = event.outcome
+        panels.record_flush(event.trigger, outcome.described)
+        for line in outcome.changed:
+            panels.log_event(f"changed? {line}")
+        if outcome.status == "flushed":  # the engine published what it wrote
+            self.session_list.reload()
+            self.notify(outcome.described, title=f"memory ({event.trigger})")
+        elif outcome.status in ("skipped", "failed"):
+            self.notify(
+                outcome.summary, title=f"memory not written ({event.trigger})", severity="warning"
+            )
+
+    # -- memory actions --
+
+    @work(group="lifecycle", exit_on_error=False)
+    async def flush(self) -> None:
+        """Summarise the open session into today's daily log now (the manual trigger)."""
+        await self.workbench.flush()
+
+    def reindex(self) -> None:
+        """Rebuild the index from the Markdown files."""
+        self.progress = "reindexing…"
+        self._reindex()
+
+    @work(exclusive=True, group="reindex", exit_on_error=False)
+    async def _reindex(self) -> None:
+        await self.workbench.reindex(self.progress_reporter())  # the outcome comes on the stream
+
+    def reload_config(self) -> None:
+        """Re-read config.toml and apply it (not while a turn runs)."""
+        if self.still_answering("reload the config once the answer is done"):
+            return
+        self.progress = "reloading config…"
+        self._reload_config()
+
+    @work(exclusive=True, group="reindex", exit_on_error=False)
+    async def _reload_config(self) -> None:
+        from tui.app.panels.memory_panels import describe_sync
+
+        outcome = await self.workbench.reload_config()
+        if isinstance(outcome, IndexOutcome):
+            return  # it failed: the outcome arrives on the stream
+        config = outcome.config
+        self.post_message(self.ConfigReloaded(config))
+        self.model = config.effective_model or ""
+        self.chat_pane.llm_problem = self.workbench.llm_problem
+        self.chat_pane.model = self.workbench.model
+        self.progress = ""
+        note = "config reloaded (keys and theme apply at the next start)"
+        if outcome.report is not None:
+            memory = self.workbench.engine.memory
+            note += f"; embeddings: {memory.embedder.spec.name}, {describe_sync(outcome.report)}"
+            for warning in outcome.report.warnings:
+                self.notify(warning, title="embeddings", severity="warning")
+            self._show_model_state("loaded" if memory.model_loaded else "none")
+        self.memory_panels.log_event(note)
+        self.notify(note, title="config")
+        self.memory_panels.index_changed([])
+
+    def why(self) -> None:
+        """What the last turn injected, as recorded in its transcript, with each memory's
+        score breakdown; with no turn yet, search the draft."""
+        if self.active_session is not None and self.chat_pane.last_user_text:
+            self._find_last_injection(self.active_session)
+            return
+        self._why_by_search()
+
+    def _why_by_search(self) -> None:
+        text = self.chat_pane.last_user_text or self.chat_pane.draft
+        if not text:
+            self.notify("send a message first", severity="warning")
+            return
+        self.post_message(self.MemoryWanted())
+        self.memory_panels.explain(text)
+
+    @work(exclusive=True, group="why", exit_on_error=False)
+    async def _find_last_injection(self, session_id: str) -> None:
+        turn = await self.workbench.last_injection(session_id)
+        if turn is None:  # a turn from before injections were recorded
+            self._why_by_search()
+            return
+        self.post_message(self.MemoryWanted())
+        panels = self.memory_panels
+        panels.show_injection(turn)
+        panels.show_tab("inject", focus=True)
