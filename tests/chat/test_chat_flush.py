@@ -28,7 +28,7 @@ from tui.chat.events import TriggerEvent, TriggerName
 from tui.chat.flush import CRASH_POINTS, parse_summary
 from tui.chat.sessions import FlushDone, PreparedFlush, SessionStore
 from tui.engine.embeddings import Embedder
-from tui.engine.engine import MemoryEngine
+from tui.engine.engine import FLUSH, MemoryChange, MemoryEngine
 from tui.engine.workspace import Workspace
 
 
@@ -90,6 +90,24 @@ def test_flush_writes_summary_facts_indexes_and_moves_pointer(
     assert (third.status, third.first, third.last) == ("flushed", 5, 6)
     assert engine.sessions.load(session).last_logged_message_id == more[-1]
     assert responder.count == 2
+
+
+def test_a_flush_publishes_one_memory_change_for_its_daily_log_and_memory_md(
+    engine: ChatEngine, server: FakeOpenAI, responder: SummaryResponder
+) -> None:
+    session = engine.sessions.create("trip planning").id
+    add_messages(engine.sessions, session, 4)
+    heard: list[MemoryChange] = []
+    engine.memory.on_change(heard.append)
+    outcome = engine.flusher.flush_session(session, trigger="manual")
+    assert outcome.status == "flushed" and outcome.daily_log is not None
+    assert [(change.paths, change.origin) for change in heard] == [
+        ((outcome.daily_log, "MEMORY.md"), FLUSH)
+    ]
+    assert heard[0].report.files_changed == 2 and heard[0].report.chunks_added >= 2
+    # a write outside a flush is still heard on its own
+    engine.memory.append_daily("- a note\n", origin="test")
+    assert len(heard) == 2 and heard[1].origin == "test"
 
 
 def test_without_a_model_the_conversation_is_logged_as_an_extract(tmp_path: Path) -> None:

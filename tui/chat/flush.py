@@ -338,7 +338,12 @@ class DailyLogFlusher:
         return self._apply(session_id, prepared, recovered=False)
 
     def _apply(self, session_id: str, record: PreparedFlush, *, recovered: bool) -> FlushOutcome:
-        """Steps 4-7 for a ``prepared`` record; each step is skipped if it already happened."""
+        """Steps 4-7 for a ``prepared`` record; each step is skipped if it already happened.
+        What they write (the daily log, MEMORY.md) is published as one memory change."""
+        with self.memory.one_change(FLUSH):
+            return self._write(session_id, record, recovered=recovered)
+
+    def _write(self, session_id: str, record: PreparedFlush, *, recovered: bool) -> FlushOutcome:
         flush_id = record.flush_id
         day = record.day
         store = self.memory.store

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -102,6 +103,8 @@ class MemoryEngine:
         self._model_lock = threading.Lock()
         self._listeners: list[ChangeListener] = []
         self._listeners_lock = threading.Lock()
+        #: ``changes``: what this thread wrote inside :meth:`one_change`, not published yet.
+        self._held_changes = threading.local()
         #: Each memory file's ``(size, mtime_ns)`` as this engine last wrote or synced it.
         self._known_versions: dict[str, tuple[int, int] | None] = {}
         self._versions_lock = threading.Lock()
@@ -127,7 +130,32 @@ class MemoryEngine:
 
         return stop
 
+    @contextmanager
+    def one_change(self, origin: str) -> Iterator[None]:
+        """The writes this thread makes inside are published as ONE :class:`MemoryChange` (by
+        ``origin``; their paths in order, their reports merged) when it ends, failed or not:
+        a flush writing its daily log and MEMORY.md is one change to those who follow."""
+        if getattr(self._held_changes, "changes", None) is not None:
+            yield  # inside an outer one: that one publishes
+            return
+        held: list[MemoryChange] = []
+        self._held_changes.changes = held
+        try:
+            yield
+        finally:
+            self._held_changes.changes = None
+            if held:
+                report = SyncReport()
+                for change in held:
+                    report.merge(change.report)
+                paths = dict.fromkeys(path for change in held for path in change.paths)
+                self._publish(MemoryChange(tuple(paths), report, origin))
+
     def _publish(self, change: MemoryChange) -> None:
+        held: list[MemoryChange] | None = getattr(self._held_changes, "changes", None)
+        if held is not None:
+            held.append(change)
+            return
         with self._listeners_lock:
             listeners = list(self._listeners)
         for listener in listeners:
