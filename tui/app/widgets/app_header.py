@@ -20,7 +20,8 @@ def fit_title(title: str, room: int) -> str:
 class AppHeader(Static):
     """``memdeck · "trip planning" · gpt-4o-mini · index 1,204 chunks ✓ hybrid``.
 
-    The app sets the reactives; the line re-renders itself.
+    The screen mirrors the desk's state into the reactives (and the app sets ``notice``); the
+    line re-renders itself.
     """
 
     HELP = """\
