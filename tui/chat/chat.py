@@ -1,4 +1,4 @@
-"""ChatEngine: the one object a UI talks to for chat.
+"""ChatEngine: a chat turn and its parts (:mod:`tui.chat.workbench` runs it for a UI).
 
 A turn (:meth:`ChatEngine.run_turn`) appends the user's message to the session transcript,
 builds the memory injection for it (the user's notes, as data) into the system prompt,

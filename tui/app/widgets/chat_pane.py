@@ -232,8 +232,7 @@ memory tools (shown inline; **Enter** on one expands it).
         self._settled: dict[Widget, Size] = {}  # finished parts and their size at the last look
         self.set_interval(FOLD_INTERVAL, self._refold)
         self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
-        # text is laid out after it is written (writes are paced and batched): the log starts
-        # to follow once the layout shows it overflowing
+        # Writes are paced and batched: the log follows once the layout shows it overflowing.
         self.watch(self.log_view, "virtual_size", self._laid_out, init=False)
         self.watch(self.app, "theme", self._look_again, init=False)
 
@@ -437,7 +436,7 @@ memory tools (shown inline; **Enter** on one expands it).
         if problem:
             self.notify(problem, title="no model configured", severity="warning", timeout=8)
             return
-        if self._still_answering():
+        if self.still_answering():
             return
         if len(text) > self.drafts.message_room():  # else it fits: a word-piece is a character or more
             self._send_if_it_fits(text)
@@ -464,12 +463,13 @@ memory tools (shown inline; **Enter** on one expands it).
                 markup=False,
             )
             return
-        if not self._still_answering() and self.chat_input.text.strip() == text:
+        if not self.still_answering() and self.chat_input.text.strip() == text:
             self._send_draft(text)  # (else it was edited meanwhile: not sent)
 
-    def _still_answering(self) -> bool:
+    def still_answering(self, advice: str = "still answering — Escape stops it") -> bool:
+        """True (and said, with ``advice``) while a turn runs."""
         if self.busy:
-            self.notify("still answering — Escape stops it", severity="warning")
+            self.notify(advice, severity="warning")
         return self.busy
 
     def send(self, text: str) -> None:

@@ -164,9 +164,7 @@ class Desk(Horizontal):
     def still_answering(self, advice: str = "still answering — Escape stops it first") -> bool:
         """True (and said, with ``advice``) while a turn runs: it must end before the open
         session, or what it stands on, may change."""
-        if self.chat_pane.busy:
-            self.notify(advice, severity="warning")
-        return self.chat_pane.busy
+        return self.chat_pane.still_answering(advice)
 
     @on(WorkbenchMessage)
     def _workbench_event(self, message: WorkbenchMessage) -> None:
