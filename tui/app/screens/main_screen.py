@@ -173,15 +173,15 @@ class MainScreen(Screen[None]):
 
     @property
     def chat_pane(self) -> ChatPane:
-        return self.query_one("#chat-pane", Widget)  # type: ignore[return-value]
+        return self.desk.chat_pane
 
     @property
     def session_list(self) -> SessionList:
-        return self.query_one("#session-list", Widget)  # type: ignore[return-value]
+        return self.desk.session_list
 
     @property
     def memory_panels(self) -> MemoryPanels:
-        return self.query_one("#memory-panels", Widget)  # type: ignore[return-value]
+        return self.desk.memory_panels
 
     def on_mount(self) -> None:
         self.query_one(ModeBar).toggle_key = self.config.keymap.get("app.toggle_memory", "ctrl+t")
