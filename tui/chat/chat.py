@@ -59,7 +59,18 @@ from .events import (
     Usage,
 )
 from .flush import DailyLogFlusher
-from .sessions import SessionError, SessionStore, Transcript, injection_record, new_id
+from .sessions import (
+    Compaction,
+    ErrorRecord,
+    ModelChange,
+    SessionError,
+    SessionStore,
+    ToolCall,
+    Transcript,
+    TurnInjection,
+    new_id,
+)
+from .sessions import ToolResult as ToolResultLine
 from .state import WorkspaceState, local_now
 from .tool_specs import ToolArgumentError, parse_arguments
 from .tools import MemoryTools, ToolResult
@@ -300,14 +311,13 @@ class ChatEngine:
         request with the request's estimated tokens. Blocking: one thread hop."""
         transcript = self.sessions.load(session_id)
         if transcript.model != self.llm.model:
-            self.sessions.append(
-                session_id, {"type": "model_change", "id": new_id("c"), "model": self.llm.model}
-            )
+            self.sessions.append(session_id, ModelChange(new_id("c"), self.llm.model))
         injection = self.preview_injection(text)
-        results = [{k: v for k, v in r.to_json().items() if k != "text"} for r in injection.results]
         self.sessions.append(
             session_id,
-            injection_record(message_id, injection.text, injection.report.to_json(), results),
+            TurnInjection(
+                message_id, text, injection.text, injection.report.to_json(), injection.results
+            ),
         )
         # the records just written do not change the conversation the request replays
         messages = self._messages_of(transcript, injection.text)
@@ -443,27 +453,13 @@ class ChatEngine:
         except ToolArgumentError:
             arguments = {}  # the tool reports why when it runs
         yield ToolCallStarted(call.id, call.name, arguments, call.arguments, silent)
-        call_record = {
-            "type": "tool_call",
-            "id": call.id,
-            "message_id": message_id,
-            "tool": call.name,
-            "arguments": call.arguments,
-            "arguments_chars": call.arguments_chars,
-            "input": arguments,
-        }
+        call_record = ToolCall(
+            call.id, message_id, call.name, call.arguments, arguments, call.arguments_chars
+        )
 
         def record_result(result: ToolResult) -> ToolResult:
-            self.sessions.append(
-                session_id,
-                {
-                    "type": "tool_result",
-                    "id": call.id,
-                    "tool": call.name,
-                    "ok": result.ok,
-                    "output": result.content,
-                },
-            )
+            line = ToolResultLine(call.id, call.name, result.ok, result.content)
+            self.sessions.append(session_id, line)
             return result
 
         def run_here() -> ToolResult:  # the call, its run and its result: one thread hop
@@ -523,7 +519,7 @@ class ChatEngine:
         await asyncio.to_thread(
             self.sessions.append,
             session_id,
-            {"type": "error", "kind": kind, "message": self.llm.redact(message)},
+            ErrorRecord(kind, self.llm.redact(message)),
         )
 
     # -- compaction --
@@ -576,14 +572,7 @@ class ChatEngine:
             yield CompactionFailed(session_id, exc.kind, exc.message)
             return
         summary = summary.strip() or "(no summary)"
-        record = {
-            "type": "compaction",
-            "id": new_id("k"),
-            "summary": summary,
-            "dropped_before": kept[0].id,
-            "dropped_messages": len(older),
-            "tokens_before": estimate,
-        }
+        record = Compaction(summary, kept[0].id, len(older), new_id("k"), estimate)
         await asyncio.to_thread(self.sessions.append, session_id, record)
         after = self.estimate_tokens(
             await self._request_messages(session_id, injection_text), self.tools.definitions()

@@ -30,13 +30,13 @@ from .transcript import (
     FlushDone,
     FlushRecord,
     Message,
+    ModelChange,
     PreparedFlush,
     ToolCall,
     ToolResult,
     Transcript,
     TranscriptLine,
     TurnInjection,
-    injection_record,
     parse_transcript,
 )
 
@@ -57,13 +57,13 @@ __all__ = [
     "FlushDone",
     "FlushRecord",
     "Message",
+    "ModelChange",
     "PreparedFlush",
     "ToolCall",
     "ToolResult",
     "Transcript",
     "TranscriptLine",
     "TurnInjection",
-    "injection_record",
     "parse_transcript",
 ]
 

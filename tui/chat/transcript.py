@@ -18,8 +18,9 @@ report and the score breakdown of each memory in it ("why?" reads it, also after
 Messages may carry ``silent: true`` (the pre-compaction memory-flush turn, not shown and not
 summarised) or ``incomplete: true`` (a streamed answer cut short by an error; with
 ``interrupted: true`` when the user stopped it or quit) or ``truncated: true`` (an answer cut
-at ``max_answer_chars``). A flush writes typed lines (:class:`PreparedFlush`,
-:class:`FlushDone`); any record with a ``to_record()`` can be appended as a line.
+at ``max_answer_chars``). Every line but ``session`` and ``message`` (which
+:class:`~.sessions.SessionStore` writes itself) is written from its typed record's
+``to_record()``, and read back into the same type.
 """
 
 from __future__ import annotations
@@ -184,13 +185,27 @@ class FlushDone:
 @dataclass(frozen=True)
 class ToolCall:
     """A ``tool_call`` line: the model called ``tool`` from assistant message ``message_id``;
-    ``arguments`` as the model sent them, ``input`` as parsed (empty when they were not JSON)."""
+    ``arguments`` as the model sent them (cut when oversized: ``arguments_chars`` is then
+    their full length), ``input`` as parsed (empty when they were not JSON)."""
 
     id: str
     message_id: str
     tool: str
     arguments: str
     input: dict[str, Any]
+    arguments_chars: int | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The line as written."""
+        return {
+            "type": "tool_call",
+            "id": self.id,
+            "message_id": self.message_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "arguments_chars": self.arguments_chars,
+            "input": self.input,
+        }
 
 
 @dataclass(frozen=True)
@@ -202,6 +217,16 @@ class ToolResult:
     ok: bool
     output: dict[str, Any]
 
+    def to_record(self) -> dict[str, Any]:
+        """The line as written."""
+        return {
+            "type": "tool_result",
+            "id": self.id,
+            "tool": self.tool,
+            "ok": self.ok,
+            "output": self.output,
+        }
+
 
 @dataclass(frozen=True)
 class ErrorRecord:
@@ -210,14 +235,44 @@ class ErrorRecord:
     kind: str
     message: str
 
+    def to_record(self) -> dict[str, Any]:
+        """The line as written."""
+        return {"type": "error", "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    """A ``model_change`` line: the session's turns from here on go to ``model``."""
+
+    id: str
+    model: str | None
+
+    def to_record(self) -> dict[str, Any]:
+        """The line as written."""
+        return {"type": "model_change", "id": self.id, "model": self.model}
+
 
 @dataclass(frozen=True)
 class Compaction:
-    """A ``compaction`` line: messages before ``dropped_before`` are now ``summary``."""
+    """A ``compaction`` line: messages before ``dropped_before`` are now ``summary``;
+    ``tokens_before`` is the request's estimate that set it off."""
 
     summary: str
     dropped_before: str | None
     dropped_messages: int | None
+    id: str = ""
+    tokens_before: int | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The line as written."""
+        return {
+            "type": "compaction",
+            "id": self.id,
+            "summary": self.summary,
+            "dropped_before": self.dropped_before,
+            "dropped_messages": self.dropped_messages,
+            "tokens_before": self.tokens_before,
+        }
 
 
 @dataclass(frozen=True)
@@ -231,18 +286,19 @@ class TurnInjection:
     report: dict[str, Any]
     results: list[SearchResult]
 
-
-def injection_record(
-    message_id: str, text: str, report: dict[str, Any], results: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The ``injection`` line of the turn started by user message ``message_id``."""
-    return {
-        "type": "injection",
-        "message_id": message_id,
-        "text": text,
-        "report": report,
-        "results": results,
-    }
+    def to_record(self) -> dict[str, Any]:
+        """The ``injection`` line of the turn started by user message ``message_id`` (the
+        user's text is its message's; each result's text is in memory, not repeated here)."""
+        return {
+            "type": "injection",
+            "message_id": self.message_id,
+            "text": self.text,
+            "report": self.report,
+            "results": [
+                {key: value for key, value in result.to_json().items() if key != "text"}
+                for result in self.results
+            ],
+        }
 
 
 @dataclass
@@ -420,12 +476,14 @@ def _typed(
     kind = record.get("type")
     if kind == "tool_call":
         arguments = record.get("input")
+        chars = record.get("arguments_chars")
         return ToolCall(
             id=str(record.get("id")),
             message_id=str(record.get("message_id")),
             tool=str(record.get("tool", "")),
             arguments=str(record.get("arguments") or ""),
             input=arguments if isinstance(arguments, dict) else {},
+            arguments_chars=chars if isinstance(chars, int) else None,
         )
     if kind == "tool_result":
         output = record.get("output")
@@ -454,9 +512,12 @@ def _typed(
     if kind == "compaction":
         before = record.get("dropped_before")
         dropped = record.get("dropped_messages")
+        tokens = record.get("tokens_before")
         return Compaction(
             summary=str(record.get("summary") or ""),
             dropped_before=str(before) if before else None,
             dropped_messages=dropped if isinstance(dropped, int) else None,
+            id=str(record.get("id") or ""),
+            tokens_before=tokens if isinstance(tokens, int) else None,
         )
     return None
