@@ -25,6 +25,7 @@ from typing import Any
 
 from ..engine.embeddings import count_tokens
 from ..engine.engine import MemoryEngine
+from ..engine.git_history import Attribution
 from ..engine.index import SyncReport
 from ..engine.inject import Injection
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage
@@ -73,7 +74,7 @@ from .sessions import (
 from .sessions import ToolResult as ToolResultLine
 from .state import WorkspaceState, local_now
 from .tool_specs import ToolArgumentError, parse_arguments
-from .tools import MemoryTools, ToolResult
+from .tools import MemoryTools, ToolResult, tool_attribution
 from .triggers import TriggerManager
 
 #: Ends an answer cut at ``max_answer_chars`` (shown, stored, and sent back to the model).
@@ -462,15 +463,18 @@ class ChatEngine:
             self.sessions.append(session_id, line)
             return result
 
+        writer = tool_attribution("chat", call.name, arguments, session=session_id)
+
         def run_here() -> ToolResult:  # the call, its run and its result: one thread hop
             self.sessions.append(session_id, call_record)
-            return record_result(self._run_offered(call, offered))
+            with self.memory.attributed(writer):
+                return record_result(self._run_offered(call, offered))
 
         if call.name == "forget_memory" and call.name in offered and not call.oversized:
             # the user may be asked (on the event loop) between the call and its result
             await asyncio.to_thread(self.sessions.append, session_id, call_record)
             result = await asyncio.to_thread(
-                record_result, await self._forget(call.arguments, tally)
+                record_result, await self._forget(call.arguments, tally, writer)
             )
         else:
             result = await asyncio.to_thread(run_here)
@@ -492,7 +496,9 @@ class ChatEngine:
             )
         return self.tools.execute(call.name, call.arguments)
 
-    async def _forget(self, raw_arguments: str, tally: _TurnTally) -> ToolResult:
+    async def _forget(
+        self, raw_arguments: str, tally: _TurnTally, writer: Attribution
+    ) -> ToolResult:
         """``forget_memory``, bounded per turn: past ``max_forgets_per_turn`` memories the user
         must confirm (:attr:`confirm_forget`); without a way to ask, the call is refused."""
         plan = await asyncio.to_thread(self.tools.plan_forget, raw_arguments)
@@ -510,7 +516,12 @@ class ChatEngine:
                     f"forgotten per turn and {asked}. Nothing was changed; ask the user.",
                     matches=plan.describe(),
                 )
-        result = await asyncio.to_thread(self.tools.apply_forget, plan)
+
+        def apply() -> ToolResult:
+            with self.memory.attributed(writer):
+                return self.tools.apply_forget(plan)
+
+        result = await asyncio.to_thread(apply)
         if result.ok:
             tally.forgotten += len(result.content.get("forgotten", []))
         return result

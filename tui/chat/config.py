@@ -85,6 +85,7 @@ from .config_sections import (
     ConfigError,
     ConfigFile,
     EmbeddingSettings,
+    HistorySettings,
     LLMSettings,
     MCPSettings,
     MemorySettings,
@@ -109,6 +110,7 @@ __all__ = [
     "ConfigFile",
     "EmbeddingSettings",
     "LLMSettings",
+    "HistorySettings",
     "MCPSettings",
     "MemorySettings",
     "TriggerSettings",
@@ -293,6 +295,7 @@ def open_memory(
         embedder=embedder_for(config, resident=resident),
         search_options=config.search_options(),
         injection_options=config.injection_options(),
+        history=config.history.mode,
     )
 
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -226,6 +226,20 @@ class MCPSettings(Section):
     """The window max_forgets counts over, in minutes."""
 
 
+class HistorySettings(Section):
+    """``[history]``: the memory's git history in the workspace folder (see docs/history.md)."""
+
+    mode: Literal["auto", "on", "off"] = "auto"
+    """Commit every memory write to git in the workspace: "auto" does unless the workspace is
+    inside another git repository, "on" does there too, "off" never does."""
+    remote: str = ""
+    """A git URL (or a path) that memdeck sync pulls from and pushes to; empty: no sync."""
+    sync_on_start: bool = False
+    """Sync with the remote when the app starts."""
+    sync_on_quit: bool = False
+    """Sync with the remote when the app quits."""
+
+
 class UISettings(Section):
     """``[ui]``: how the terminal UI looks."""
 
@@ -315,6 +329,7 @@ SECTION_TYPES: dict[str, type[Section]] = {
     "ui": UISettings,
     "embeddings": EmbeddingSettings,
     "mcp": MCPSettings,
+    "history": HistorySettings,
 }
 
 
@@ -360,12 +375,21 @@ class ConfigFile(_Tables):
     triggers: TriggerSettings = TriggerSettings()
     ui: UISettings = UISettings()
     mcp: MCPSettings = MCPSettings()
+    history: HistorySettings = HistorySettings()
 
 
 _S = TypeVar("_S", bound=Section)
 
 
-class Config(LLMSettings, MemorySettings, TriggerSettings, UISettings, MCPSettings, _Tables):
+class Config(
+    LLMSettings,
+    MemorySettings,
+    TriggerSettings,
+    UISettings,
+    MCPSettings,
+    HistorySettings,
+    _Tables,
+):
     """Every knob of memdeck, resolved. Each part of the app is handed its section
     (:attr:`llm`, :attr:`memory`, :attr:`triggers`, :attr:`ui`, :attr:`embeddings`,
     :attr:`mcp`, :attr:`keymap`); every setting outside ``[embeddings]`` (whose keys repeat
@@ -398,6 +422,11 @@ class Config(LLMSettings, MemorySettings, TriggerSettings, UISettings, MCPSettin
     def mcp(self) -> MCPSettings:
         """``[mcp]``."""
         return self._section(MCPSettings)
+
+    @property
+    def history(self) -> HistorySettings:
+        """``[history]``."""
+        return self._section(HistorySettings)
 
     def _section(self, kind: type[_S]) -> _S:
         return kind.model_construct(**{name: getattr(self, name) for name in kind.model_fields})

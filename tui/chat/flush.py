@@ -40,6 +40,7 @@ from filelock import Timeout
 
 from ..engine.engine import FLUSH, MemoryEngine
 from ..engine.fileio import ConcurrentEditError, lock_for
+from ..engine.git_history import Attribution
 from ..engine.markdown import is_heading, parse_heading, strip_bullet
 from ..engine.metadata import EntryMeta, format_meta
 from ..engine.store import (
@@ -340,7 +341,13 @@ class DailyLogFlusher:
     def _apply(self, session_id: str, record: PreparedFlush, *, recovered: bool) -> FlushOutcome:
         """Steps 4-7 for a ``prepared`` record; each step is skipped if it already happened.
         What they write (the daily log, MEMORY.md) is published as one memory change."""
-        with self.memory.one_change(FLUSH):
+        writer = Attribution(
+            "flush",
+            session=session_id,
+            trigger=record.trigger or None,
+            summary=f"flush ({record.trigger or 'manual'}): {record.title}",
+        )
+        with self.memory.attributed(writer), self.memory.one_change(FLUSH):
             return self._write(session_id, record, recovered=recovered)
 
     def _write(self, session_id: str, record: PreparedFlush, *, recovered: bool) -> FlushOutcome:

@@ -25,13 +25,14 @@ are both true). A retired entry leaves MEMORY.md for ``.memdeck/history.jsonl`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, TypeVar
 
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, FileTooLargeError, read_bounded
+from ..engine.git_history import Attribution, Source
 from ..engine.metadata import split_meta
 from ..engine.store import (
     EntryBatch,
@@ -64,6 +65,21 @@ _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _NAMED = re.compile(r"^\s*(?:called|named)\s+", re.IGNORECASE)
 _NEGATION = re.compile(r"^(?:not|no longer)\s+", re.IGNORECASE)
 _T = TypeVar("_T")
+
+
+def tool_attribution(
+    source: Source,
+    tool: str,
+    arguments: Mapping[str, object],
+    *,
+    session: str | None = None,
+    client: str | None = None,
+) -> Attribution:
+    """Who a tool call's writes are from, its commit subject the tool and its first text
+    argument (``save_memory: Likes green tea``)."""
+    text = next((v for v in arguments.values() if isinstance(v, str) and v.strip()), "")
+    subject = f"{tool}: {' '.join(text.split())[:72]}" if text else tool
+    return Attribution(source, session=session, client=client, summary=subject)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from .embeddings import (
     count_tokens,
     count_tokens_batch,
 )
+from .git_history import Attribution, GitHistory, HistoryMode, Source
 from .heap import resident_mb
 from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, build_injection
@@ -51,6 +52,17 @@ EDITOR, FLUSH, CONSOLIDATION, OUTSIDE, RESTORE = (
     "changed on disk",
     "restore",
 )
+#: Who an engine's writes are from when nothing else says (a command-line run).
+CLI_WRITES = Attribution("cli")
+
+#: The history's source of a write by its origin (see :meth:`MemoryEngine.current_attribution`).
+ORIGIN_SOURCES: dict[str, Source] = {
+    EDITOR: "editor",
+    FLUSH: "flush",
+    CONSOLIDATION: "consolidation",
+    OUTSIDE: "outside",
+    RESTORE: "restore",
+}
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,12 @@ class MemoryEngine:
         injection_options: InjectionOptions = InjectionOptions(),
         chunk_params: ChunkParams = ChunkParams(),
         cache_max_entries: int = CACHE_MAX_ENTRIES,
+        history: HistoryMode = "auto",
+        attribution: Attribution = CLI_WRITES,
     ) -> None:
-        """``cache_max_entries`` bounds the index's embedding cache (least recently used go)."""
+        """``cache_max_entries`` bounds the index's embedding cache (least recently used go);
+        ``history`` whether writes are committed to the workspace's git history, and
+        ``attribution`` who this engine's writes are from unless :meth:`attributed` says."""
         self.workspace = (
             workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
         )
@@ -112,6 +128,12 @@ class MemoryEngine:
         #: preview has just embedded.
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._query_vectors_lock = threading.Lock()
+        self.history = GitHistory(self.workspace, history)
+        self.attribution = attribution
+        #: ``current``: who this thread's writes are from; ``committed``: the commits one
+        #: :meth:`one_change` made so far (squashed into one at its end).
+        self._writer = threading.local()
+        self.store.on_written = self._commit_written
 
     # -- the memory-change stream --
 
@@ -130,6 +152,43 @@ class MemoryEngine:
 
         return stop
 
+    # -- the history: who wrote --
+
+    @contextmanager
+    def attributed(self, attribution: Attribution) -> Iterator[None]:
+        """This thread's writes inside are committed as ``attribution``'s (nested: the inner
+        one counts)."""
+        outer = getattr(self._writer, "current", None)
+        self._writer.current = attribution
+        try:
+            yield
+        finally:
+            self._writer.current = outer
+
+    def current_attribution(self, origin: str = "") -> Attribution:
+        """Who this thread's write is from: :meth:`attributed`'s, else the write's ``origin``
+        as a source, else the engine's :attr:`attribution`."""
+        current: Attribution | None = getattr(self._writer, "current", None)
+        if current is not None:
+            return current
+        source = ORIGIN_SOURCES.get(origin) or (
+            "chat" if origin.startswith("assistant:") else None
+        )
+        return Attribution(source) if source else self.attribution
+
+    @contextmanager
+    def _writing(self, origin: str) -> Iterator[None]:
+        """A write by ``origin``: committed as its source unless :meth:`attributed` said."""
+        with self.attributed(self.current_attribution(origin)):
+            yield
+
+    def _commit_written(self, rel: str) -> None:
+        """The store's hook: ``rel`` was written and is durable; commit it (under its lock)."""
+        commit = self.history.commit([rel], self.current_attribution())
+        committed: list[str] | None = getattr(self._writer, "committed", None)
+        if commit is not None and committed is not None:
+            committed.append(commit)
+
     @contextmanager
     def one_change(self, origin: str) -> Iterator[None]:
         """The writes this thread makes inside are published as ONE :class:`MemoryChange` (by
@@ -140,10 +199,15 @@ class MemoryEngine:
             return
         held: list[MemoryChange] = []
         self._held_changes.changes = held
+        committed: list[str] = []
+        self._writer.committed = committed
         try:
             yield
         finally:
             self._held_changes.changes = None
+            self._writer.committed = None
+            if len(committed) > 1:
+                self.history.squash(committed, self.current_attribution(origin))
             if held:
                 report = SyncReport()
                 for change in held:
@@ -330,6 +394,8 @@ class MemoryEngine:
             )
             self._remember_versions(rel_paths)
         if moved:
+            if self.current_attribution(origin).source == "outside":
+                self.history.commit_outside(rel_paths)
             self._publish(MemoryChange(tuple(rel_paths or ()), report, origin))
         return report
 
@@ -358,7 +424,8 @@ class MemoryEngine:
     ) -> tuple[EntryMeta, MemoryChange]:
         """Append one entry to MEMORY.md (see :meth:`MemoryStore.add_entry`), then re-index it.
         (``source`` is the entry's ``src=``; ``origin`` who wrote, for :meth:`on_change`.)"""
-        meta = self.store.add_entry(content, confidence=confidence, source=source, day=day)
+        with self._writing(origin):
+            meta = self.store.add_entry(content, confidence=confidence, source=source, day=day)
         return meta, self._changed([MEMORY_FILE], origin)
 
     def save_entries(
@@ -371,20 +438,23 @@ class MemoryEngine:
     ) -> tuple[list[EntryMeta], MemoryChange]:
         """Append entries to MEMORY.md in one edit (see :meth:`MemoryStore.add_entries`), then
         re-index it if any was written."""
-        written = self.store.add_entries(batch, unless_tagged=unless_tagged, keep=keep)
+        with self._writing(origin):
+            written = self.store.add_entries(batch, unless_tagged=unless_tagged, keep=keep)
         return written, self._changed([MEMORY_FILE] if written else [], origin)
 
     def forget(
         self, entries: Sequence[MemoryEntry], *, reason: str = "", origin: str = ""
     ) -> tuple[list[MemoryEntry], MemoryChange]:
         """Soft-delete entries (kept in the audit trail), then re-index their files."""
-        retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
+        with self._writing(origin):
+            retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
         return retired, self._changed((entry.path for entry in retired), origin)
 
     def restore(self, record: RetiredRecord, *, origin: str = RESTORE) -> RestoredEntry | None:
         """Undo a forget or a supersede (see :meth:`MemoryStore.restore_entry`), then re-index
         the file. Says where the entry went; None when nothing could be restored."""
-        restored = self.store.restore_entry(record)
+        with self._writing(origin):
+            restored = self.store.restore_entry(record)
         if restored is not None:
             self._changed([record.path], origin)
         return restored
@@ -398,15 +468,17 @@ class MemoryEngine:
         origin: str = "",
     ) -> tuple[list[MemoryEntry], MemoryChange]:
         """Retire entries a newer one replaces (kept in the audit trail), then re-index them."""
-        retired = self.store.retire_entries(
-            entries, state="superseded", reason=reason, replaced_by=replaced_by
-        )
+        with self._writing(origin):
+            retired = self.store.retire_entries(
+                entries, state="superseded", reason=reason, replaced_by=replaced_by
+            )
         return retired, self._changed((entry.path for entry in retired), origin)
 
     def append_daily(self, text: str, day: date | None = None, *, origin: str = "") -> MemoryChange:
         """Append to the daily log of ``day`` (see :meth:`MemoryStore.append_daily`), then
         re-index it; ``paths[0]`` is the log."""
-        path = self.store.append_daily(text, day)
+        with self._writing(origin):
+            path = self.store.append_daily(text, day)
         return self._changed([self.workspace.relative(path)], origin)
 
     def reindex(self, *, progress: Progress | None = None) -> SyncReport:

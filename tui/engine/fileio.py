@@ -436,13 +436,16 @@ def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None
     return sha256_bytes(data)
 
 
-def append_text(path: Path, text: str, *, header: str = "") -> None:
+def append_text(
+    path: Path, text: str, *, header: str = "", after: Callable[[], None] | None = None
+) -> None:
     """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line: all of it
     or nothing (a write that fails part-way is truncated back off).
 
     ``header`` is written first when the file is missing or empty. The existing bytes are
     never decoded or rewritten, whatever their encoding. The file is never opened through a
-    symlink (see :func:`open_own_file`).
+    symlink (see :func:`open_own_file`). ``after`` runs once the text is durable, still under
+    the lock (the history's commit).
     """
     path = Path(path)
     refuse_own_links(path.parent)
@@ -466,6 +469,8 @@ def append_text(path: Path, text: str, *, header: str = "") -> None:
                 raise
         finally:
             os.close(fd)
+        if after is not None:
+            after()
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -172,6 +172,13 @@ class MemoryStore:
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
+        #: Called with a file's workspace path once a write to it is durable, still under the
+        #: file's lock (the engine commits it to the history there).
+        self.on_written: Callable[[str], None] | None = None
+
+    def _written(self, rel: str) -> None:
+        if self.on_written is not None:
+            self.on_written(rel)
 
     def _guarded(self, path: Path | str) -> Path:
         """The real file behind a workspace path, through the one path guard (or refused)."""
@@ -227,6 +234,7 @@ class MemoryStore:
                 lambda data: encode_exact(change(decode_exact(data))),
                 on_conflict=on_conflict,
             )
+            self._written(rel)  # an unchanged file makes no commit
         return decode_exact(written)
 
     def save_recovery_copy(self, text: str, when: datetime | None = None) -> Path:
@@ -471,7 +479,13 @@ class MemoryStore:
         path = self.workspace.daily_log(day)
         real = self._guarded(path)
         text = without_nul(text)
-        append_text(real, text.rstrip("\n") + "\n", header=f"# {day.isoformat()}\n\n")
+        rel = self.workspace.relative(path)
+        append_text(
+            real,
+            text.rstrip("\n") + "\n",
+            header=f"# {day.isoformat()}\n\n",
+            after=lambda: self._written(rel),
+        )
         return path
 
     def record_history(self, event: str, **fields: object) -> None:

@@ -19,6 +19,7 @@ from tui.app.panels.base import EnginePanel
 from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
 from tui.engine.engine import EDITOR, MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
+from tui.engine.git_history import Attribution
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryFileState
 from tui.engine.visible import control_pictures
@@ -259,7 +260,8 @@ entry's confidence and history.
     @work(thread=True, exclusive=True, group="memory-save", exit_on_error=False)
     def _save(self, text: str, expected_hash: str) -> None:
         try:
-            new_hash = self.engine.store.save_memory_text(text, expected_hash)
+            with self.engine.attributed(Attribution("editor", summary="edit MEMORY.md")):
+                new_hash = self.engine.store.save_memory_text(text, expected_hash)
         except ConcurrentEditError:
             self.post_message(
                 self.SaveFinished(text, None, conflict=self.engine.store.read_memory())

@@ -37,6 +37,7 @@ from ...engine.fileio import (
     read_markdown,
     sha256_bytes,
 )
+from ...engine.git_history import Attribution
 from ...engine.metadata import split_meta
 from ...engine.store import parse_entries
 from ...engine.workspace import MEMORY_FILE, date_for_path
@@ -376,7 +377,9 @@ class Consolidator:
             return proposal.text
 
         try:
-            store.edit_memory(replace)
+            writer = Attribution("consolidation", summary=f"consolidation {proposal.id} accepted")
+            with self.memory.attributed(writer):
+                store.edit_memory(replace)
         except (StaleProposalError, ConcurrentEditError) as exc:
             store.record_history(
                 "consolidation_aborted",

@@ -1,0 +1,621 @@
+"""The memory's history in git: every write memdeck makes is one commit, attributed.
+
+The workspace's Markdown (``MEMORY.md``, ``memory/**/*.md``) is versioned in a git repository in
+the workspace folder, so plain ``git log -p`` works without memdeck. Nothing else is tracked: the
+``.gitignore`` memdeck writes ignores everything else (itself included), and commits stage the
+memory paths they name, never ``add -A``. libgit2 through ``pygit2`` does the work in-process (a
+commit in a workspace of 700 files is a few ms, no ``git`` program is needed; see
+``docs/history.md`` for the measurement against the ``git`` command).
+
+Each commit says who wrote in its trailers::
+
+    save_memory: Likes green tea
+
+    Memdeck-Source: chat
+    Memdeck-Session: s-20261126-1
+    Memdeck-Trigger: idle
+    Memdeck-Client: claude-code 2.1
+
+History never blocks or loses a memory write: a failed commit is said once (:attr:`problem`),
+its paths are kept and committed with the next one that succeeds; a repository libgit2 cannot
+open is moved aside and started again, with a notice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, get_args
+
+from filelock import FileLock, Timeout
+
+from .fileio import PRIVATE_DIR_MODE, lock_for
+from .workspace import MEMORY_DIR, MEMORY_FILE, STATE_DIR, Workspace
+
+if TYPE_CHECKING:
+    import pygit2
+
+#: Who wrote a change (the ``Memdeck-Source`` trailer).
+Source = Literal[
+    "editor", "chat", "flush", "consolidation", "mcp", "cli", "restore", "revert", "outside", "sync"
+]
+SOURCES: tuple[Source, ...] = get_args(Source)
+
+#: Whether a workspace's history is kept: ``auto`` keeps it unless the workspace is inside
+#: another git repository (history is not committed into someone else's repository silently).
+HistoryMode = Literal["auto", "on", "off"]
+
+AUTHOR_NAME = "memdeck"
+AUTHOR_EMAIL = "memdeck@localhost"
+
+GITIGNORE = """\
+# Written by memdeck: only the Markdown memory is versioned (MEMORY.md, memory/**/*.md).
+# The index, caches, state, recovery copies, logs, sessions and config stay out.
+/*
+!/MEMORY.md
+!/memory/
+/memory/**
+!/memory/**/
+!/memory/**/*.md
+"""
+
+TRAILERS = {
+    "Memdeck-Source": "source",
+    "Memdeck-Session": "session",
+    "Memdeck-Trigger": "trigger",
+    "Memdeck-Client": "client",
+}
+
+
+class HistoryError(Exception):
+    """A history operation that cannot be done, worded for the user in one line."""
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Who is writing: the source, and the session, trigger or client when there is one;
+    ``summary`` is the commit's subject (a default is made from the paths when empty)."""
+
+    source: Source
+    session: str | None = None
+    trigger: str | None = None
+    client: str | None = None
+    summary: str = ""
+
+    def message(self, paths: Sequence[str]) -> str:
+        """The commit message: the subject, a blank line, the trailers."""
+        subject = one_line(self.summary) or f"{self.source}: {', '.join(paths)}"
+        trailers = [f"Memdeck-Source: {self.source}"]
+        for name, attribute in list(TRAILERS.items())[1:]:
+            value = getattr(self, attribute)
+            if value:
+                trailers.append(f"{name}: {one_line(str(value))}")
+        return f"{subject[:200]}\n\n" + "\n".join(trailers) + "\n"
+
+    def who(self) -> str:
+        """Who did it, for a reader: ``you``, ``the model in session "x"``, ``agent "c 1"``."""
+        return describe_who(self.source, self.session, self.trigger, self.client)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, control characters dropped (a trailer or a subject)."""
+    cleaned = "".join(ch if ch.isprintable() else " " for ch in text)
+    return " ".join(cleaned.split())
+
+
+def describe_who(source: str, session: str | None, trigger: str | None, client: str | None) -> str:
+    """A reader's words for who made a change."""
+    where = f' in session "{session}"' if session else ""
+    if source == "editor":
+        return "you (editor)"
+    if source == "cli":
+        return "you (command line)"
+    if source == "chat":
+        return f"the model{where}"
+    if source == "flush":
+        of = f' of session "{session}"' if session else ""
+        return f"the flush ({trigger}){of}" if trigger else f"the flush{of}"
+    if source == "mcp":
+        return f'agent "{client}"' if client else "an MCP agent"
+    if source == "outside":
+        return "an outside edit"
+    return {"restore": "a restore", "revert": "a revert", "sync": "a sync"}.get(source, source)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One commit of the history, as a reader sees it."""
+
+    id: str
+    time: datetime
+    source: str
+    summary: str
+    files: tuple[str, ...] = ()
+    added: int = 0
+    removed: int = 0
+    session: str | None = None
+    trigger: str | None = None
+    client: str | None = None
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:10]
+
+    def who(self) -> str:
+        return describe_who(self.source, self.session, self.trigger, self.client)
+
+    def to_json(self) -> dict[str, object]:
+        """``{id, time, source, files, summary, session?, trigger?, client?}`` (and +/-)."""
+        data: dict[str, object] = {
+            "id": self.id,
+            "time": self.time.isoformat(timespec="seconds"),
+            "source": self.source,
+            "files": list(self.files),
+            "summary": self.summary,
+            "added": self.added,
+            "removed": self.removed,
+        }
+        for key in ("session", "trigger", "client"):
+            value = getattr(self, key)
+            if value:
+                data[key] = value
+        return data
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a memory's lines came from: the change that last wrote them."""
+
+    source: str
+    time: datetime
+    commit: str
+    session: str | None = None
+    client: str | None = None
+    trigger: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """``{source, time, commit, session?, client?}``."""
+        data: dict[str, object] = {
+            "source": self.source,
+            "time": self.time.isoformat(timespec="seconds"),
+            "commit": self.commit,
+        }
+        for key in ("session", "client", "trigger"):
+            value = getattr(self, key)
+            if value:
+                data[key] = value
+        return data
+
+    def who(self) -> str:
+        return describe_who(self.source, self.session, self.trigger, self.client)
+
+
+@dataclass
+class _Pending:
+    """Commits that failed, kept to be made with the next one that succeeds."""
+
+    paths: dict[str, None] = field(default_factory=dict)
+    attributions: list[Attribution] = field(default_factory=list)
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """The ``Memdeck-*`` trailers of a commit message, by attribute (``source``...)."""
+    found: dict[str, str] = {}
+    for line in message.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() in TRAILERS:
+            found[TRAILERS[name.strip()]] = value.strip()
+    return found
+
+
+def enclosing_repository(root: Path) -> Path | None:
+    """The git repository ``root`` is inside of, other than its own ``root/.git``."""
+    import pygit2
+
+    found = pygit2.discover_repository(str(root))
+    if not found:
+        return None
+    git_dir = Path(found).resolve()
+    if git_dir == (root / ".git").resolve():
+        return None
+    return git_dir.parent if git_dir.name == ".git" else git_dir
+
+
+class GitHistory:
+    """The git history of one workspace's memory. Thread-safe; every method blocks (call it
+    from a worker). Other processes (``memdeck mcp``, the CLI) commit to the same repository:
+    a lock file in ``.memdeck/locks`` keeps one commit at a time."""
+
+    def __init__(self, workspace: Workspace, mode: HistoryMode = "auto") -> None:
+        self.workspace = workspace
+        self.root = workspace.root
+        self.mode = mode
+        #: Why history is not kept, or what went wrong last (one line), for the user; None
+        #: when all is well.
+        self.problem: str | None = None
+        self._said: set[str] = set()
+        self._lock = threading.RLock()
+        self._repo: pygit2.Repository | None = None
+        self._pending = _Pending()
+        self._origins: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+        self._disabled = mode == "off"
+        if mode == "auto":
+            outer = enclosing_repository(self.root)
+            if outer is not None:
+                self._disabled = True
+                self.problem = (
+                    f"history is off: this workspace is inside the git repository {outer}; "
+                    'set [history] mode = "on" in config.toml to keep it there'
+                )
+
+    # -- the repository --
+
+    @property
+    def enabled(self) -> bool:
+        """Whether writes are committed."""
+        return not self._disabled
+
+    def _file_lock(self) -> FileLock:
+        locks = self.root / STATE_DIR / "locks"
+        locks.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        return FileLock(str(locks / "history.lock"), timeout=10)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock, self._file_lock():
+            yield
+
+    def repository(self) -> pygit2.Repository:
+        """The workspace's repository, created (with one commit of what is there) the first
+        time; one libgit2 cannot open is moved aside and started again."""
+        if self._repo is not None:
+            return self._repo
+        import pygit2
+
+        git_dir = self.root / ".git"
+        if git_dir.exists():
+            try:
+                repo = pygit2.Repository(str(self.root))
+                if not repo.head_is_unborn:
+                    repo.head.peel(pygit2.Commit)  # a broken HEAD fails here
+            except (pygit2.GitError, KeyError, ValueError) as exc:
+                aside = self.root / f".git.broken-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+                os.replace(git_dir, aside)
+                self._say(
+                    f"the workspace's git repository could not be read ({exc}); it was moved to "
+                    f"{aside.name} and history starts again"
+                )
+                repo = pygit2.init_repository(str(self.root))
+        else:
+            repo = pygit2.init_repository(str(self.root))
+        with contextlib.suppress(OSError):
+            os.chmod(git_dir, PRIVATE_DIR_MODE)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text(GITIGNORE, encoding="utf-8")
+        self._repo = repo
+        if repo.head_is_unborn:
+            paths = self.memory_paths()
+            self._commit(repo, paths, Attribution("outside", summary="memory as it was"), True)
+        return repo
+
+    def memory_paths(self) -> list[str]:
+        """The workspace's memory files as workspace-relative paths."""
+        return [rel for rel, _path in self.workspace.iter_memory_files()]
+
+    # -- committing --
+
+    def commit(self, paths: Iterable[str], attribution: Attribution) -> str | None:
+        """Commit ``paths`` as they are now, attributed; the new commit's id, or None when
+        nothing changed or history is off. Never raises: a failure is said once (in
+        :attr:`problem`) and its paths are retried with the next commit."""
+        if self._disabled:
+            return None
+        wanted = [p for p in dict.fromkeys(paths) if self._is_tracked_path(p)]
+        with self._lock:
+            pending = self._pending
+            all_paths = list(dict.fromkeys([*pending.paths, *wanted]))
+            if not all_paths:
+                return None
+            try:
+                with self._file_lock():
+                    repo = self.repository()
+                    commit_id = self._commit(repo, all_paths, attribution)
+            except (OSError, Timeout, Exception) as exc:  # noqa: BLE001 - history never blocks a write
+                pending.paths.update(dict.fromkeys(wanted))
+                pending.attributions.append(attribution)
+                self._say(
+                    f"history: the change could not be committed ({one_line(str(exc))}); "
+                    "it will be with the next one"
+                )
+                return None
+            self._pending = _Pending()
+            if self.problem and not self.problem.startswith("history is off"):
+                self.problem = None
+            return commit_id
+
+    def commit_outside(self, paths: Iterable[str] | None = None) -> str | None:
+        """Commit what changed on disk without memdeck (``paths``, or every memory file) as
+        an ``outside`` edit; None when nothing did. Each file's write lock is taken first, so
+        a memdeck write in progress is committed as its writer's, not taken for this."""
+        if self._disabled:
+            return None
+        chosen = list(paths) if paths is not None else None
+        if chosen is None:
+            try:
+                repo = self.repository()
+                chosen = list(dict.fromkeys([*self.memory_paths(), *self._tracked(repo)]))
+            except Exception as exc:  # noqa: BLE001 - history never blocks
+                self._say(f"history: {one_line(str(exc))}")
+                return None
+        chosen = [rel for rel in chosen if self._is_tracked_path(rel)]
+        with contextlib.ExitStack() as held:
+            for rel in sorted(chosen):
+                with contextlib.suppress(OSError, Timeout):
+                    held.enter_context(lock_for(self.root / rel))
+            return self.commit(chosen, Attribution("outside", summary="outside edit"))
+
+    def squash(self, commits: Sequence[str], attribution: Attribution) -> str | None:
+        """Make ``commits`` (consecutive, the last one HEAD) one commit of ``attribution``:
+        a flush's daily log and MEMORY.md are one change. Left as they are when another
+        commit came between them."""
+        if self._disabled or len(commits) < 2:
+            return None
+        import pygit2
+
+        try:
+            with self._locked():
+                repo = self.repository()
+                chain = [repo.get(commit_id) for commit_id in commits]
+                if str(repo.head.target) != commits[-1] or not all(
+                    isinstance(c, pygit2.Commit) for c in chain
+                ):
+                    return None
+                for before, after in zip(chain, chain[1:], strict=False):
+                    assert isinstance(before, pygit2.Commit) and isinstance(after, pygit2.Commit)
+                    if [str(p) for p in after.parent_ids] != [str(before.id)]:
+                        return None
+                first, last = chain[0], chain[-1]
+                assert isinstance(first, pygit2.Commit) and isinstance(last, pygit2.Commit)
+                files: dict[str, None] = {}
+                for commit in chain:
+                    assert isinstance(commit, pygit2.Commit)
+                    files.update(dict.fromkeys(self._change(repo, commit).files))
+                message = attribution.message(list(files))
+                oid = repo.create_commit(
+                    None, last.author, last.committer, message, last.tree_id, first.parent_ids
+                )
+                repo.head.set_target(oid)
+                return str(oid)
+        except Exception as exc:  # noqa: BLE001 - the commits stay as they are
+            self._say(f"history: {one_line(str(exc))}")
+            return None
+
+    def _is_tracked_path(self, rel: str) -> bool:
+        return rel == MEMORY_FILE or (rel.startswith(f"{MEMORY_DIR}/") and rel.endswith(".md"))
+
+    def _tracked(self, repo: pygit2.Repository) -> list[str]:
+        repo.index.read()
+        return [entry.path for entry in repo.index]
+
+    def _commit(
+        self,
+        repo: pygit2.Repository,
+        paths: Sequence[str],
+        attribution: Attribution,
+        allow_empty: bool = False,
+    ) -> str | None:
+        import pygit2
+
+        index = repo.index
+        index.read()
+        for rel in paths:
+            if (self.root / rel).is_file() and not (self.root / rel).is_symlink():
+                index.add(rel)
+            elif rel in index:
+                index.remove(rel)
+        tree = index.write_tree()
+        parents = [] if repo.head_is_unborn else [repo.head.target]
+        if parents and not allow_empty:
+            head = repo.get(parents[0])
+            assert isinstance(head, pygit2.Commit)
+            if head.tree_id == tree:
+                return None
+        index.write()
+        signature = pygit2.Signature(AUTHOR_NAME, AUTHOR_EMAIL, int(time.time()), _utc_offset())
+        oid = repo.create_commit(
+            "HEAD", signature, signature, attribution.message(paths), tree, parents
+        )
+        return str(oid)
+
+    def _say(self, line: str) -> None:
+        self.problem = line
+        self._said.add(line)
+
+    # -- reading --
+
+    def changes(
+        self,
+        path: str | None = None,
+        *,
+        source: str | None = None,
+        since: datetime | None = None,
+        limit: int = 200,
+    ) -> list[Change]:
+        """The history newest first: up to ``limit`` changes, of ``path`` and ``source`` when
+        given, not older than ``since``."""
+        if self._disabled:
+            return []
+        import pygit2
+
+        with self._locked():
+            repo = self.repository()
+            if repo.head_is_unborn:
+                return []
+            found: list[Change] = []
+            for commit in repo.walk(
+                repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+            ):
+                when = datetime.fromtimestamp(commit.commit_time, UTC)
+                if since is not None and when < since:
+                    break
+                change = self._change(repo, commit)
+                if path is not None and path not in change.files:
+                    continue
+                if source is not None and change.source != source:
+                    continue
+                found.append(change)
+                if len(found) >= limit:
+                    break
+            return found
+
+    def _change(self, repo: pygit2.Repository, commit: pygit2.Commit) -> Change:
+        trailers = parse_trailers(commit.message)
+        if commit.parents:
+            diff = repo.diff(commit.parents[0], commit)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)
+        files = tuple(delta.new_file.path for delta in diff.deltas)
+        stats = diff.stats
+        return Change(
+            id=str(commit.id),
+            time=datetime.fromtimestamp(commit.commit_time, UTC),
+            source=trailers.get("source", "outside"),
+            summary=commit.message.splitlines()[0] if commit.message else "",
+            files=files,
+            added=stats.insertions,
+            removed=stats.deletions,
+            session=trailers.get("session"),
+            trigger=trailers.get("trigger"),
+            client=trailers.get("client"),
+        )
+
+    def change(self, commit_id: str) -> Change:
+        """One change by id (a prefix will do); HistoryError when there is none."""
+        with self._locked():
+            repo = self.repository()
+            return self._change(repo, self._find(repo, commit_id))
+
+    def _find(self, repo: pygit2.Repository, commit_id: str) -> pygit2.Commit:
+        import pygit2
+
+        try:
+            found = repo.revparse_single(commit_id.strip())
+            commit = found.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+            raise HistoryError(f"no change {commit_id!r} in the history") from exc
+        return commit
+
+    def diff(self, commit_id: str) -> str:
+        """The change's unified diff (as ``git show`` prints it, without the header)."""
+        with self._locked():
+            repo = self.repository()
+            commit = self._find(repo, commit_id)
+            if commit.parents:
+                patch = repo.diff(commit.parents[0], commit).patch
+            else:
+                patch = commit.tree.diff_to_tree(swap=True).patch
+            return patch or ""
+
+    def file_at(self, commit_id: str, rel: str) -> bytes | None:
+        """``rel`` as commit ``commit_id`` left it (None: it did not exist there)."""
+        import pygit2
+
+        with self._locked():
+            repo = self.repository()
+            commit = self._find(repo, commit_id)
+            try:
+                entry = commit.tree[rel]
+            except KeyError:
+                return None
+            blob = repo.get(entry.id)
+            return blob.data if isinstance(blob, pygit2.Blob) else None
+
+    def parent_id(self, commit_id: str) -> str | None:
+        """The commit before ``commit_id`` (None for the first)."""
+        with self._locked():
+            repo = self.repository()
+            commit = self._find(repo, commit_id)
+            return str(commit.parents[0].id) if commit.parents else None
+
+    # -- origins --
+
+    def origin(self, rel: str, start_line: int, end_line: int | None = None) -> Origin | None:
+        """The change that last wrote lines ``start_line``-``end_line`` (1-based) of ``rel`` as
+        it is committed (the newest of them); None when history is off, the file is not
+        committed or the lines changed since (not committed yet)."""
+        if self._disabled or not self._is_tracked_path(rel):
+            return None
+        try:
+            hunks = self._blame(rel)
+        except Exception:  # noqa: BLE001 - an origin is never worth an error
+            return None
+        end = end_line or start_line
+        best: tuple[int, str] | None = None
+        for first, count, commit_id in hunks:
+            if first <= end and start_line < first + count:
+                with self._locked():
+                    repo = self.repository()
+                    commit = repo.get(commit_id)
+                    when = commit.commit_time  # type: ignore[union-attr]
+                if best is None or when > best[0]:
+                    best = (when, commit_id)
+        if best is None:
+            return None
+        with self._locked():
+            repo = self.repository()
+            commit = repo.get(best[1])
+            trailers = parse_trailers(commit.message)  # type: ignore[union-attr]
+        return Origin(
+            source=trailers.get("source", "outside"),
+            time=datetime.fromtimestamp(best[0], UTC),
+            commit=best[1],
+            session=trailers.get("session"),
+            client=trailers.get("client"),
+            trigger=trailers.get("trigger"),
+        )
+
+    def _blame(self, rel: str) -> list[tuple[int, int, str]]:
+        """``(first line, line count, commit id)`` hunks of ``rel`` at HEAD, cached by the
+        committed blob (a file's blame is computed once per version)."""
+        import pygit2
+
+        with self._locked():
+            repo = self.repository()
+            if repo.head_is_unborn:
+                return []
+            head = repo.head.peel(pygit2.Commit)
+            try:
+                blob_id = str(head.tree[rel].id)
+            except KeyError:
+                return []
+            # The working file must be the committed one, or the line numbers lie.
+            try:
+                on_disk = (self.root / rel).read_bytes()
+            except OSError:
+                return []
+
+            if str(pygit2.hash(on_disk)) != blob_id:
+                return []
+            key = (rel, blob_id)
+            if key not in self._origins:
+                blame = repo.blame(rel)
+                self._origins[key] = [
+                    (hunk.final_start_line_number, hunk.lines_in_hunk, str(hunk.final_commit_id))
+                    for hunk in blame
+                ]
+                if len(self._origins) > 64:
+                    self._origins.pop(next(iter(self._origins)))
+            return self._origins[key]
+
+
+def _utc_offset() -> int:
+    """This machine's UTC offset now, in minutes (a commit's time zone)."""
+    offset = datetime.now().astimezone().utcoffset()
+    return int(offset.total_seconds() // 60) if offset else 0
