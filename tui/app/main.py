@@ -51,7 +51,7 @@ def run_app(args: argparse.Namespace) -> int:
 def open_engine(config: Config, workspace: Path | None) -> ChatEngine:
     """The chat engine over ``workspace`` (imported here: it pulls numpy and the tokenizer)."""
     from tui.chat.chat import ChatEngine
-    from tui.engine.git_history import Attribution
+    from tui.engine.history_records import Attribution
 
     engine = ChatEngine.open(config, workspace=workspace, resident=True)
     engine.memory.attribution = Attribution("editor")  # what the app writes, the user asked

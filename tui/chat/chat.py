@@ -25,7 +25,7 @@ from typing import Any
 
 from ..engine.embeddings import count_tokens
 from ..engine.engine import MemoryEngine
-from ..engine.git_history import Attribution
+from ..engine.history_records import Attribution
 from ..engine.index import SyncReport
 from ..engine.inject import Injection
 from .client import AssembledToolCall, LLMClient, LLMError, StreamEnd, StreamText, StreamUsage

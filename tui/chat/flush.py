@@ -40,7 +40,7 @@ from filelock import Timeout
 
 from ..engine.engine import FLUSH, MemoryEngine
 from ..engine.fileio import ConcurrentEditError, lock_for
-from ..engine.git_history import Attribution
+from ..engine.history_records import Attribution
 from ..engine.markdown import is_heading, parse_heading, strip_bullet
 from ..engine.metadata import EntryMeta, format_meta
 from ..engine.store import (

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, FileTooLargeError, read_bounded
-from ..engine.git_history import Attribution, Source
+from ..engine.history_records import Attribution, Source
 from ..engine.metadata import split_meta
 from ..engine.store import (
     EntryBatch,

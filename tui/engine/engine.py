@@ -20,8 +20,19 @@ from .embeddings import (
     count_tokens,
     count_tokens_batch,
 )
-from .git_history import Attribution, GitHistory, HistoryMode, Source
+from .git_history import GitHistory
 from .heap import resident_mb
+from .history_records import (
+    CLI_WRITES,
+    ORIGIN_SOURCES,
+    Attribution,
+    HistoryMode,
+)
+from .history_records import CONSOLIDATION as CONSOLIDATION
+from .history_records import EDITOR as EDITOR
+from .history_records import FLUSH as FLUSH
+from .history_records import OUTSIDE as OUTSIDE
+from .history_records import RESTORE as RESTORE
 from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, build_injection
 from .metadata import EntryMeta
@@ -41,28 +52,6 @@ QUERY_VECTORS_KEPT = 16
 
 #: The note of a search done BM25-only because the embedding model was starting.
 MODEL_STARTING = "embedding model starting (idle exit): BM25 only for now"
-
-
-#: Who changed memory, as :attr:`MemoryChange.origin` says it (free text is allowed too, e.g.
-#: ``"assistant: save_memory"``).
-EDITOR, FLUSH, CONSOLIDATION, OUTSIDE, RESTORE = (
-    "editor",
-    "flush",
-    "consolidation",
-    "changed on disk",
-    "restore",
-)
-#: Who an engine's writes are from when nothing else says (a command-line run).
-CLI_WRITES = Attribution("cli")
-
-#: The history's source of a write by its origin (see :meth:`MemoryEngine.current_attribution`).
-ORIGIN_SOURCES: dict[str, Source] = {
-    EDITOR: "editor",
-    FLUSH: "flush",
-    CONSOLIDATION: "consolidation",
-    OUTSIDE: "outside",
-    RESTORE: "restore",
-}
 
 
 @dataclass(frozen=True)
@@ -352,7 +341,9 @@ class MemoryEngine:
 
     # -- writing memory: every write re-indexes what it changed and says what that was --
 
-    def _changed(self, paths: Iterable[str], origin: str) -> MemoryChange:
+    def files_changed(self, paths: Iterable[str], origin: str) -> MemoryChange:
+        """Re-index ``paths`` (written through this engine), remember their versions and
+        publish the change."""
         unique = tuple(dict.fromkeys(paths))
         if not unique:
             return MemoryChange(origin=origin)
@@ -426,7 +417,7 @@ class MemoryEngine:
         (``source`` is the entry's ``src=``; ``origin`` who wrote, for :meth:`on_change`.)"""
         with self._writing(origin):
             meta = self.store.add_entry(content, confidence=confidence, source=source, day=day)
-        return meta, self._changed([MEMORY_FILE], origin)
+        return meta, self.files_changed([MEMORY_FILE], origin)
 
     def save_entries(
         self,
@@ -440,7 +431,7 @@ class MemoryEngine:
         re-index it if any was written."""
         with self._writing(origin):
             written = self.store.add_entries(batch, unless_tagged=unless_tagged, keep=keep)
-        return written, self._changed([MEMORY_FILE] if written else [], origin)
+        return written, self.files_changed([MEMORY_FILE] if written else [], origin)
 
     def forget(
         self, entries: Sequence[MemoryEntry], *, reason: str = "", origin: str = ""
@@ -448,7 +439,7 @@ class MemoryEngine:
         """Soft-delete entries (kept in the audit trail), then re-index their files."""
         with self._writing(origin):
             retired = self.store.retire_entries(entries, state="forgotten", reason=reason)
-        return retired, self._changed((entry.path for entry in retired), origin)
+        return retired, self.files_changed((entry.path for entry in retired), origin)
 
     def restore(self, record: RetiredRecord, *, origin: str = RESTORE) -> RestoredEntry | None:
         """Undo a forget or a supersede (see :meth:`MemoryStore.restore_entry`), then re-index
@@ -456,7 +447,7 @@ class MemoryEngine:
         with self._writing(origin):
             restored = self.store.restore_entry(record)
         if restored is not None:
-            self._changed([record.path], origin)
+            self.files_changed([record.path], origin)
         return restored
 
     def supersede(
@@ -472,14 +463,14 @@ class MemoryEngine:
             retired = self.store.retire_entries(
                 entries, state="superseded", reason=reason, replaced_by=replaced_by
             )
-        return retired, self._changed((entry.path for entry in retired), origin)
+        return retired, self.files_changed((entry.path for entry in retired), origin)
 
     def append_daily(self, text: str, day: date | None = None, *, origin: str = "") -> MemoryChange:
         """Append to the daily log of ``day`` (see :meth:`MemoryStore.append_daily`), then
         re-index it; ``paths[0]`` is the log."""
         with self._writing(origin):
             path = self.store.append_daily(text, day)
-        return self._changed([self.workspace.relative(path)], origin)
+        return self.files_changed([self.workspace.relative(path)], origin)
 
     def reindex(self, *, progress: Progress | None = None) -> SyncReport:
         """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""

@@ -19,7 +19,7 @@ from tui.app.panels.base import EnginePanel
 from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
 from tui.engine.engine import EDITOR, MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
-from tui.engine.git_history import Attribution
+from tui.engine.history_records import Attribution
 from tui.engine.merge import merge3
 from tui.engine.store import MemoryFileState
 from tui.engine.visible import control_pictures

@@ -37,7 +37,7 @@ from ...engine.fileio import (
     read_markdown,
     sha256_bytes,
 )
-from ...engine.git_history import Attribution
+from ...engine.history_records import Attribution
 from ...engine.metadata import split_meta
 from ...engine.store import parse_entries
 from ...engine.workspace import MEMORY_FILE, date_for_path
