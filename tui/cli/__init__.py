@@ -18,12 +18,18 @@ from pathlib import Path
 
 from .. import __version__
 from ..engine.workspace import default_workspace
-from . import chat, memory, serve
+from . import chat, history, memory, serve, sync
 from .output import visible_output
 from .registry import CliError, Command
 
 #: Every subcommand by name, in the order ``memdeck --help`` lists them.
-COMMANDS: dict[str, Command] = {**memory.COMMANDS, **chat.COMMANDS, **serve.COMMANDS}
+COMMANDS: dict[str, Command] = {
+    **memory.COMMANDS,
+    **chat.COMMANDS,
+    **history.COMMANDS,
+    **sync.COMMANDS,
+    **serve.COMMANDS,
+}
 #: Commands whose stdout is a protocol stream, written as it is (their stderr shows controls).
 PROTOCOL_COMMANDS = frozenset(serve.COMMANDS)
 
