@@ -158,8 +158,8 @@ class MemoryTools:
         today: Callable[[], date] = date.today,
         explain: bool = False,
     ) -> None:
-        """``explain``: search results carry their score breakdown (for clients that show
-        why a memory came back; the chat model does without, it costs tokens)."""
+        """``explain``: search results carry their score breakdown and origin (for clients
+        that show why a memory came back; the chat model does without, it costs tokens)."""
         self.memory = memory
         self.today = today
         self.explain = explain
@@ -352,8 +352,10 @@ class MemoryTools:
             }
             if ids:  # hand-written lines and daily logs have none
                 hit["ids"] = ids
-            if self.explain:
+            if self.explain:  # and where it came from (the change that last wrote it)
                 hit["breakdown"] = r.to_json()["breakdown"]
+                origin = self.memory.history.origin(r.path, r.start_line, r.end_line)
+                hit["origin"] = origin.to_json() if origin else None
             results.append(hit)
         content: dict[str, Any] = {"results": results, "mode": response.mode}
         if self.explain and response.notes:

@@ -16,7 +16,6 @@ from .registry import CliError, Command
 if TYPE_CHECKING:  # imported where they are used: a command loads only what it runs
     from ..engine.engine import MemoryEngine
     from ..engine.inject import Injection
-    from ..engine.options import SearchOptions
     from ..engine.search_results import SearchResponse
 
 
@@ -149,17 +148,30 @@ def _run_search(args: argparse.Namespace) -> int:
         for query in queries:
             response = engine.search(query, now=args.now, **overrides)
             if args.json or args.stdin:
-                print(json.dumps(response.to_json(), ensure_ascii=False), flush=True)
+                print(json.dumps(_with_origins(engine, response), ensure_ascii=False), flush=True)
             else:
-                _print_results(response, engine.search_options)
+                _print_results(response, engine)
     finally:
         engine.close()
     return 0
 
 
-def _print_results(response: SearchResponse, options: SearchOptions) -> None:
+def _with_origins(engine: MemoryEngine, response: SearchResponse) -> dict[str, object]:
+    """The JSON of ``response``, each result with its ``origin`` (the change that last wrote
+    its lines; null when unknown: history off, or not committed)."""
+    payload = response.to_json()
+    results = []
+    for result in response.results:
+        origin = engine.history.origin(result.path, result.start_line, result.end_line)
+        results.append({**result.to_json(), "origin": origin.to_json() if origin else None})
+    payload["results"] = results
+    return payload
+
+
+def _print_results(response: SearchResponse, engine: MemoryEngine) -> None:
     from tui.engine.search import asks_current_state, describe_change
 
+    options = engine.search_options
     for note in response.notes:
         print(f"({note})")
     intent = response.intent
@@ -182,6 +194,10 @@ def _print_results(response: SearchResponse, options: SearchOptions) -> None:
         )
         if b.changed_by:
             print(f"    {describe_change(b)}")
+        origin = engine.history.origin(result.path, result.start_line, result.end_line)
+        if origin is not None:
+            when = origin.time.astimezone().strftime("%Y-%m-%d %H:%M")
+            print(f"    from {origin.who()} · {when} · {origin.commit[:10]}")
         for line in result.text.strip().splitlines()[:4]:
             print(f"    {line}")
 

@@ -147,6 +147,7 @@ class MemoryEngine:
     def attributed(self, attribution: Attribution) -> Iterator[None]:
         """This thread's writes inside are committed as ``attribution``'s (nested: the inner
         one counts)."""
+        self.history.prepare()  # the first write is a commit of its own, not the repo's first
         outer = getattr(self._writer, "current", None)
         self._writer.current = attribution
         try:
@@ -296,13 +297,20 @@ class MemoryEngine:
             self.embedder.load()
 
     def sync(self, *, embed: bool | None = None, progress: Progress | None = None) -> SyncReport:
-        """Bring the index up to date with the files. Embeds only if the model is loaded (or ``embed``)."""
+        """Commit outside edits, bring the index up to date with the files. Embeds only if
+        the model is loaded (or ``embed``)."""
+        self._commit_outside_edits()
         try:
             return self.index.sync(
                 embed=self.model_loaded if embed is None else embed, progress=progress
             )
         except EmbeddingError as exc:
             return self._without_vectors(exc, lambda: self.index.sync(embed=False))
+
+    def _commit_outside_edits(self) -> None:
+        """Commit files changed since the last commit as ``outside`` (unless :meth:`attributed`)."""
+        if self.current_attribution(OUTSIDE).source == "outside":
+            self.history.commit_outside()
 
     def sync_paths(self, rel_paths: Sequence[str], *, embed: bool | None = None) -> SyncReport:
         """Re-sync these files (a watcher saw them change, or a write just changed them).
@@ -385,8 +393,8 @@ class MemoryEngine:
             )
             self._remember_versions(rel_paths)
         if moved:
-            if self.current_attribution(origin).source == "outside":
-                self.history.commit_outside(rel_paths)
+            if rel_paths is not None and self.current_attribution(origin).source == "outside":
+                self.history.commit_outside(rel_paths)  # a whole sync has committed them
             self._publish(MemoryChange(tuple(rel_paths or ()), report, origin))
         return report
 
@@ -473,7 +481,8 @@ class MemoryEngine:
         return self.files_changed([self.workspace.relative(path)], origin)
 
     def reindex(self, *, progress: Progress | None = None) -> SyncReport:
-        """Rebuild the whole index from the Markdown files (unchanged texts come from the cache)."""
+        """Commit outside edits, rebuild the index from the files (unchanged texts cached)."""
+        self._commit_outside_edits()
         return self.index.rebuild(embed=True, progress=progress)
 
     def _query_vector(self, text: str) -> np.ndarray:

@@ -163,6 +163,17 @@ class GitHistory:
             self._commit(repo, paths, Attribution("outside", summary="memory as it was"), True)
         return repo
 
+    def prepare(self) -> None:
+        """Create the repository now if it is not there yet (with one commit of what is
+        there), so the write about to be made is a commit of its own. Never raises."""
+        if self._disabled or self._repo is not None:
+            return
+        try:
+            with self._locked():
+                self.repository()
+        except Exception as exc:  # noqa: BLE001 - history never blocks a write
+            self._say(f"history: {one_line(str(exc))}")
+
     def memory_paths(self) -> list[str]:
         """The workspace's memory files as workspace-relative paths."""
         return [rel for rel, _path in self.workspace.iter_memory_files()]
@@ -207,8 +218,8 @@ class GitHistory:
         chosen = list(paths) if paths is not None else None
         if chosen is None:
             try:
-                repo = self.repository()
-                chosen = list(dict.fromkeys([*self.memory_paths(), *self._tracked(repo)]))
+                with self._locked():
+                    chosen = self._changed_on_disk(self.repository())
             except Exception as exc:  # noqa: BLE001 - history never blocks
                 self._say(f"history: {one_line(str(exc))}")
                 return None
@@ -258,9 +269,18 @@ class GitHistory:
     def _is_tracked_path(self, rel: str) -> bool:
         return rel == MEMORY_FILE or (rel.startswith(f"{MEMORY_DIR}/") and rel.endswith(".md"))
 
-    def _tracked(self, repo: pygit2.Repository) -> list[str]:
+    def _changed_on_disk(self, repo: pygit2.Repository) -> list[str]:
+        """The memory files that differ from the last commit (new, changed or gone): only
+        these are locked and committed, not every file of the workspace."""
+        import pygit2
+
         repo.index.read()
-        return [entry.path for entry in repo.index]
+        current = pygit2.enums.FileStatus.CURRENT
+        return sorted(
+            rel
+            for rel, flags in repo.status(untracked_files="all").items()
+            if flags != current and self._is_tracked_path(rel)
+        )
 
     def _commit(
         self,

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 REVERT = "revert"
 
 
+class RevertConflict(HistoryError):
+    """A later change touched the same lines: nothing was reverted (show the change's diff)."""
+
+
 @dataclass(frozen=True)
 class RevertOutcome:
     """What a revert did: the change it undid, the files it wrote and the memory change."""
@@ -52,7 +56,7 @@ def revert_change(engine: MemoryEngine, change_id: str) -> RevertOutcome:
         else:
             target = inverse_on(before or b"", after or b"", now or b"")
             if target is None:
-                raise HistoryError(
+                raise RevertConflict(
                     f"cannot revert {change.short_id}: {rel} was changed on the same lines "
                     "since; nothing was reverted (see its diff)"
                 )

@@ -125,24 +125,30 @@ class MemoryService:
         name: str,
         arguments: dict[str, Any],
         record: Callable[[ToolResult], None] = lambda result: None,
+        client: str | None = None,
     ) -> ToolResult:
         """Run tool ``name`` and ``record`` its result; never raises (see
         :meth:`MemoryTools.execute`). A call that would retire entries is recorded before
-        the retire budget's lock is let go, so the next call anywhere counts it."""
-        from ..chat.tools import ToolResult
+        the retire budget's lock is let go, so the next call anywhere counts it. Its writes
+        are committed to the history as ``mcp``, by ``client`` (``name version``)."""
+        from ..chat.tools import ToolResult, tool_attribution
 
         with self._lock:
             try:
                 tools = self._ready(search=name in ("memory_search", "forget_memory"))
+                writer = tools.memory.attributed(
+                    tool_attribution("mcp", name, arguments, client=client)
+                )
                 if name in WRITES:
-                    with lock_for(self.root / STATE_DIR / RETIRE_BUDGET_LOCK):
+                    with lock_for(self.root / STATE_DIR / RETIRE_BUDGET_LOCK), writer:
                         result = self._within_budget(tools, name, arguments)
                         record(result)
                         return result
             except Exception as exc:  # the workspace went away, the index is unusable…
                 result = ToolResult.error("unavailable", f"memory is unavailable: {exc}")
             else:
-                result = tools.execute(name, arguments)
+                with writer:
+                    result = tools.execute(name, arguments)
             record(result)
             return result
 
@@ -361,7 +367,9 @@ def build_server(service: MemoryService, in_flight: InFlight | None = None) -> S
             return tool_outcome(result)
 
         def run() -> ToolResult:
-            return service.call_tool(name, arguments, record_result)
+            return service.call_tool(
+                name, arguments, record_result, None if calling == "?" else calling
+            )
 
         if name not in SPECS or SPECS[name] not in TOOL_SPECS:
             return refused(
