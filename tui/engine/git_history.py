@@ -126,7 +126,7 @@ class GitHistory:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        with self._lock, self._file_lock():
+        with self._lock, self._file_lock(), _private_files():
             yield
 
     def repository(self) -> pygit2.Repository:
@@ -156,7 +156,8 @@ class GitHistory:
             os.chmod(git_dir, PRIVATE_DIR_MODE)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
-            ignore.write_text(GITIGNORE, encoding="utf-8")
+            with _private_files():
+                ignore.write_text(GITIGNORE, encoding="utf-8")
         self._repo = repo
         if repo.head_is_unborn:
             paths = self.memory_paths()
@@ -193,7 +194,7 @@ class GitHistory:
             if not all_paths:
                 return None
             try:
-                with self._file_lock():
+                with self._file_lock(), _private_files():
                     repo = self.repository()
                     commit_id = self._commit(repo, all_paths, attribution)
             except (OSError, Timeout, Exception) as exc:  # noqa: BLE001 - history never blocks a write
@@ -514,6 +515,17 @@ class GitHistory:
                 if len(self._origins) > 64:
                     self._origins.pop(next(iter(self._origins)))
             return self._origins[key]
+
+
+@contextlib.contextmanager
+def _private_files() -> Iterator[None]:
+    """What libgit2 creates inside is private (no group or other bits), like every file of a
+    workspace. The umask is the process's: memdeck itself creates no file meant to be shared."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 def _utc_offset() -> int:
