@@ -123,6 +123,7 @@ class MemoryEngine:
         #: :meth:`one_change` made so far (squashed into one at its end).
         self._writer = threading.local()
         self.store.on_written = self._commit_written
+        self.store.before_write = self.history.commit_if_outside
 
     # -- the memory-change stream --
 

@@ -437,20 +437,27 @@ def atomic_write_text(path: Path, text: str, *, expected_hash: str | None = None
 
 
 def append_text(
-    path: Path, text: str, *, header: str = "", after: Callable[[], None] | None = None
+    path: Path,
+    text: str,
+    *,
+    header: str = "",
+    before: Callable[[], None] | None = None,
+    after: Callable[[], None] | None = None,
 ) -> None:
     """Append ``text`` to ``path`` under its lock, fsynced, starting on a fresh line: all of it
     or nothing (a write that fails part-way is truncated back off).
 
     ``header`` is written first when the file is missing or empty. The existing bytes are
     never decoded or rewritten, whatever their encoding. The file is never opened through a
-    symlink (see :func:`open_own_file`). ``after`` runs once the text is durable, still under
-    the lock (the history's commit).
+    symlink (see :func:`open_own_file`). ``before`` runs under the lock before anything is
+    written, ``after`` once the text is durable, still under the lock (the history's commits).
     """
     path = Path(path)
     refuse_own_links(path.parent)
     make_private_dir(path.parent)
     with lock_for(path):
+        if before is not None:
+            before()
         fd = open_own_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             size = os.lseek(fd, 0, os.SEEK_END)

@@ -231,6 +231,31 @@ class GitHistory:
                     held.enter_context(lock_for(self.root / rel))
             return self.commit(chosen, Attribution("outside", summary="outside edit"))
 
+    def commit_if_outside(self, rel: str) -> str | None:
+        """Before memdeck writes ``rel`` (under its lock): if the file is not as last committed
+        (another program changed it and the watcher has not said so yet), commit it as an
+        ``outside`` edit first, so the write's own commit holds only the write. A file whose
+        memdeck commit failed earlier is not taken for an outside edit."""
+        if self._disabled or not self._is_tracked_path(rel) or rel in self._pending.paths:
+            return None
+        import pygit2
+
+        try:
+            with self._locked():
+                repo = self.repository()
+                path = self.root / rel
+                on_disk = str(pygit2.hashfile(str(path))) if path.is_file() else None
+                head = repo.head.peel(pygit2.Commit).tree
+                try:
+                    committed: str | None = str(head[rel].id)
+                except KeyError:
+                    committed = None
+        except Exception:  # noqa: BLE001 - the write's commit will hold it, then
+            return None
+        if on_disk == committed:
+            return None
+        return self.commit([rel], Attribution("outside", summary="outside edit"))
+
     def squash(self, commits: Sequence[str], attribution: Attribution) -> str | None:
         """Make ``commits`` (consecutive, the last one HEAD) one commit of ``attribution``:
         a flush's daily log and MEMORY.md are one change. Left as they are when another

@@ -174,7 +174,15 @@ class MemoryStore:
         self.workspace = workspace
         #: Called with a file's workspace path once a write to it is durable, still under the
         #: file's lock (the engine commits it to the history there).
-        self.on_written: Callable[[str], None] | None = None
+        self.on_written: Callable[[str], object] | None = None
+        #: Called with a file's workspace path under its lock just before a write to it (the
+        #: engine commits an outside edit it has not seen yet, so the write's commit is only
+        #: the write).
+        self.before_write: Callable[[str], object] | None = None
+
+    def _before(self, rel: str) -> None:
+        if self.before_write is not None:
+            self.before_write(rel)
 
     def _written(self, rel: str) -> None:
         if self.on_written is not None:
@@ -229,6 +237,7 @@ class MemoryStore:
             self.record_history("write_conflict", path=rel, detail=detail)
 
         with lock_for(real):
+            self._before(rel)
             written = replace_file(
                 real,
                 lambda data: encode_exact(change(decode_exact(data))),
@@ -484,6 +493,7 @@ class MemoryStore:
             real,
             text.rstrip("\n") + "\n",
             header=f"# {day.isoformat()}\n\n",
+            before=lambda: self._before(rel),
             after=lambda: self._written(rel),
         )
         return path
