@@ -116,6 +116,8 @@ def _run_history(args: argparse.Namespace) -> int:
             print("no changes")
         else:
             print("\n".join(describe_change(change) for change in changes))
+        if history.problem:  # a failed commit waiting, a repository moved aside
+            print(f"memdeck: {history.problem}", file=sys.stderr)
     finally:
         engine.close()
     return 0

@@ -64,6 +64,10 @@ GITIGNORE = """\
 !/memory/**/*.md
 """
 
+#: How :attr:`GitHistory.problem` starts while a commit failed (cleared by the next one made).
+COMMIT_FAILED = "history: the change could not be committed"
+
+
 @dataclass
 class _Pending:
     """Commits that failed, kept to be made with the next one that succeeds."""
@@ -201,13 +205,12 @@ class GitHistory:
                 pending.paths.update(dict.fromkeys(wanted))
                 pending.attributions.append(attribution)
                 self._say(
-                    f"history: the change could not be committed ({one_line(str(exc))}); "
-                    "it will be with the next one"
+                    f"{COMMIT_FAILED} ({one_line(str(exc))}); it will be with the next one"
                 )
                 return None
             self._pending = _Pending()
-            if self.problem and not self.problem.startswith("history is off"):
-                self.problem = None
+            if self.problem and self.problem.startswith(COMMIT_FAILED):
+                self.problem = None  # a notice (a repository moved aside) stays
             return commit_id
 
     def commit_outside(self, paths: Iterable[str] | None = None) -> str | None:
