@@ -335,3 +335,24 @@ def test_only_the_markdown_memory_is_tracked_and_git_is_private(
     assert (root / ".memdeck").is_dir() and (root / ".gitignore").is_file()
     assert stat.S_IMODE((root / ".git").stat().st_mode) == 0o700
     assert git(root, "status", "--porcelain") == ""  # nothing else shows as untracked
+
+
+def test_memdeck_ask_commits_the_model_s_save_in_its_session_and_the_flush(
+    engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    root = engine.memory.workspace.root
+    before = commits(root)
+    server.enqueue(FakeOpenAI.tool_call("save_memory", {"content": "Likes green tea"}), "Noted.")
+    asked = run_memdeck(
+        ["--workspace", str(root), "ask", "--bm25", "--flush", "remember: green tea"],
+        memdeck_env(server, tmp_path),
+    )
+    assert asked.returncode == 0, asked.stderr
+    flush, save = new_commits(root, before)
+    [session] = [info.id for info in engine.sessions.list()]
+    assert save.trailers == {"Memdeck-Source": "chat", "Memdeck-Session": session}
+    assert flush.trailers == {
+        "Memdeck-Source": "flush",
+        "Memdeck-Session": session,
+        "Memdeck-Trigger": "session_end",
+    }
