@@ -18,6 +18,7 @@ from support.pilot import SHOWN_CONFIG, SIZE, SnapCompare, build_app, ready, sen
 from textual.pilot import Pilot
 
 from tui.app.app import MemdeckApp
+from tui.app.panels.base import EnginePanel
 from tui.chat.chat import ChatEngine
 
 
@@ -38,6 +39,10 @@ def _snapshot(
         await pilot.pause(0.3)
         app.clear_notifications()
         await pilot.pause(0.1)
+        panels = list(app.query(EnginePanel))
+        await wait_until(
+            pilot, lambda: not any(p.origins_pending for p in panels), "the memories' origins"
+        )
 
     return snap_compare(app, terminal_size=size, run_before=run_before)
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from rich.text import Text
+from support.history_support import commit_memory
 from support.pilot import WAIT_S, PanelHost, SnapCompare, fixed_clock, wait_until
 from support.workspaces import write_workspace
 from textual import on, work
@@ -79,8 +80,11 @@ DAILY = {
 
 @pytest.fixture
 def engine(tmp_path: Path, embedder: Embedder) -> Iterator[MemoryEngine]:
-    """Hybrid search: the real model, everything embedded."""
-    eng = MemoryEngine(write_workspace(tmp_path / "ws", MEMORY, DAILY), embedder=embedder)
+    """Hybrid search: the real model, everything embedded; the history's first commit at a
+    fixed time (the memories' origins are shown)."""
+    root = write_workspace(tmp_path / "ws", MEMORY, DAILY)
+    commit_memory(root)
+    eng = MemoryEngine(root, embedder=embedder)
     eng.sync()
     yield eng
     eng.close()

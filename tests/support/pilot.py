@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 from support.chat_support import make_config
 from support.fakeopenai import FakeOpenAI
+from support.history_support import commit_memory
 from support.workspaces import write_workspace
 from textual import events
 from textual.app import App, ComposeResult
@@ -189,8 +190,11 @@ def build_engine(
     *,
     clock: Callable[[], datetime] = fixed_clock,
 ) -> ChatEngine:
-    """A ChatEngine over the deck workspace (hybrid when ``embedder`` is the loaded model)."""
-    workspace = Workspace.open(write_workspace(tmp_path / "ws", DECK_MEMORY, DECK_DAILY))
+    """A ChatEngine over the deck workspace (hybrid when ``embedder`` is the loaded model); its
+    history's first commit is at a fixed time, so the memories' origins are."""
+    root = write_workspace(tmp_path / "ws", DECK_MEMORY, DECK_DAILY)
+    commit_memory(root)
+    workspace = Workspace.open(root)
     memory = MemoryEngine(
         workspace,
         embedder=embedder,

@@ -106,3 +106,11 @@ class OpenEntry(Message):
         """The entry a ``path#Lx-y`` location names (None: not a location)."""
         match = LOCATION.fullmatch(location)
         return cls(match["path"], int(match["line"])) if match else None
+
+
+@dataclass
+class OpenSession(Message):
+    """Open session ``session_id`` in the chat: a memory's origin (the chat or flush that
+    wrote it) was chosen. The desk switches to it."""
+
+    session_id: str

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Static
 
 from tui.app.messages import OpenEntry, while_attached
 from tui.app.panels.base import EnginePanel, describe_breakdown
+from tui.app.panels.origins import OriginText, describe_origin
 from tui.app.panels.search_panel import COLUMNS, breakdown_cells
 from tui.chat.activity import ActivityLog, ActivityRecord, retired_by
 from tui.engine.engine import MemoryEngine
@@ -130,7 +131,7 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         results.display = False
         yield results
         with VerticalScroll(id="activity-detail-scroll"):
-            yield Static("", id="activity-detail")
+            yield OriginText("", id="activity-detail")
 
     def on_mount(self) -> None:
         self._poll()
@@ -198,6 +199,7 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         results.clear()
         results.display = bool(record.results)
         self._results = [SearchResult.from_json(r) for r in record.results]
+        self.find_origins(result.location for result in self._results)
         for index, result in enumerate(self._results):
             results.add_row(*(Text(cell) for cell in breakdown_cells(result)), key=str(index))
         detail = self.query_one("#activity-detail", Static)
@@ -212,11 +214,22 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
             lines.append("\n\npress u to bring it back", style="dim")
         detail.update(lines)
 
-    @staticmethod
-    def _result_detail(result: SearchResult) -> Text:
+    def _result_detail(self, result: SearchResult) -> Text:
         text = describe_breakdown(result, injected=False)
+        origin = self.origins.get(result.location)
+        if origin is not None:
+            text.append("\n  ")
+            text.append_text(describe_origin(origin))
         text.append(f"\n\n{result.text}")
         return text
+
+    def origins_found(self) -> None:
+        """The selected result's detail gets its origin."""
+        results = self.query_one("#activity-results", DataTable)
+        if self._results and results.row_count:
+            result = self._result(str(results.cursor_row))
+            if result is not None:
+                self.query_one("#activity-detail", Static).update(self._result_detail(result))
 
     @on(DataTable.RowHighlighted, "#activity-results")
     def _result_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date
 
 from rich.text import Text
+from textual import on, work
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
+from tui.app.latest import Answer, Requests
+from tui.app.messages import while_attached
+from tui.app.panels.origins import Origins, look_up_origins
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import ALWAYS_INJECTED
 from tui.engine.search import SearchResult, describe_change
@@ -85,8 +91,16 @@ def describe_breakdown(
 class EnginePanel(Widget):
     """A panel that asks the memory engine through thread workers and shows the answers.
 
-    Subclasses set ``HELP`` (shown by F1) and implement :meth:`index_changed`.
+    Subclasses set ``HELP`` (shown by F1) and implement :meth:`index_changed`; one that shows
+    memories asks :meth:`find_origins` where they came from and shows :attr:`origins` in
+    :meth:`origins_found`.
     """
+
+    @dataclass
+    class OriginsFound(Answer):
+        """Where the memories of origin request ``number`` came from."""
+
+        origins: Origins
 
     HELP = ""
 
@@ -103,9 +117,44 @@ class EnginePanel(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.engine = engine
         self.now = now
+        #: Where the memories shown came from, by location (see :meth:`find_origins`).
+        self.origins: Origins = {}
+        self._origin_reads = Requests()
+        self._origins_answered = 0
 
     def index_changed(self, paths: list[str]) -> None:
         """Memory files changed (``paths``, workspace-relative; empty means "anything"): refresh."""
+
+    def find_origins(self, locations: Iterable[str]) -> None:
+        """Look up where the memories at ``locations`` (``path#Lx-y``) came from, in a worker
+        (blame can take 100s of ms); :meth:`origins_found` is called with them."""
+        wanted = list(dict.fromkeys(locations))
+        number = self._origin_reads.new()
+        if wanted:
+            self._look_up_origins(number, wanted)
+        else:
+            self.post_message(self.OriginsFound(number, {}))
+
+    @property
+    def origins_pending(self) -> bool:
+        """An origin lookup is on its way (tests wait for it before a screenshot)."""
+        return self._origins_answered != self._origin_reads.latest
+
+    @work(thread=True, exclusive=True, group="origins", exit_on_error=False)
+    def _look_up_origins(self, number: int, locations: list[str]) -> None:
+        self.post_message(self.OriginsFound(number, look_up_origins(self.engine, locations)))
+
+    @on(OriginsFound)
+    @while_attached
+    def _origins_arrived(self, message: OriginsFound) -> None:
+        if not self._origin_reads.is_latest(message):
+            return
+        self._origins_answered = message.number
+        self.origins = message.origins
+        self.origins_found()
+
+    def origins_found(self) -> None:
+        """:attr:`origins` changed: show them (panels that show memories override this)."""
 
     def show_error(self, message: str) -> None:
         """Show a worker failure in the panel (the default notifies)."""

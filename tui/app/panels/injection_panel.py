@@ -20,6 +20,7 @@ from textual.worker import get_current_worker
 from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, describe_breakdown, format_score
+from tui.app.panels.origins import Origins, describe_origin, session_of
 from tui.app.widgets.memory_list import MemoryList
 from tui.chat.sessions import TurnInjection
 from tui.engine.engine import MODEL_STARTING, MemoryEngine
@@ -64,10 +65,12 @@ def describe_budget(report: InjectionReport) -> Text:
 Row = tuple[Text, str | None]
 
 
-def describe_items(report: InjectionReport, results: Sequence[SearchResult] = ()) -> list[Row]:
+def describe_items(
+    report: InjectionReport, results: Sequence[SearchResult] = (), origins: Origins | None = None
+) -> list[Row]:
     """Every relevant memory with its score: what went in (✓, with "changed on <date>?" for a
-    fact a newer entry changed), then what was left out and why (✂), then the builder's and
-    the search's notes."""
+    fact a newer entry changed, and where it came from when ``origins`` knows), then what was
+    left out and why (✂), then the builder's and the search's notes."""
     changes = {r.location: describe_change(r.breakdown) for r in results if r.breakdown.changed_by}
     rows: list[Row] = []
     for item in report.included:
@@ -80,6 +83,10 @@ def describe_items(report: InjectionReport, results: Sequence[SearchResult] = ()
         line.append(f" · {item.reason or f'{item.tokens} tokens'}", style="dim")
         if item.location in changes:
             line.append(f" · {changes[item.location]}", style="yellow")
+        origin = (origins or {}).get(item.location)
+        if origin is not None:
+            line.append(" · ", style="dim")
+            line.append_text(describe_origin(origin, link=False))
         rows.append((line, item.location))
     rows += cut_rows(report)
     rows += [(Text("ℹ " + note, style="italic"), None) for note in report.notes]
@@ -261,12 +268,21 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self.query_one("#inject-budget", Static).update(describe_budget(report))
         block = injection.text or "(nothing to inject: MEMORY.md is empty and no memory matched)"
         self.query_one("#inject-block", Static).update(render_block(block))
-        self._show_items(describe_items(report, injection.results))
+        self._show_items(describe_items(report, injection.results, self.origins))
+        self.find_origins(item.location for item in report.included if item.kind == "relevant")
 
     def _show_items(self, rows: list[Row]) -> None:
         items = self.query_one("#inject-cuts", MemoryList)
-        items.show(rows)
+        items.show(rows, origin_sessions(self.origins))
         items.set_class(not rows, "-empty")
+
+    def origins_found(self) -> None:
+        """The memories shown get their origins."""
+        if self.turn is not None:
+            self._show_items(self._turn_rows(self.turn))
+        elif self.injection is not None:
+            injection = self.injection
+            self._show_items(describe_items(injection.report, injection.results, self.origins))
 
     @property
     def focus_target(self) -> Widget:
@@ -301,13 +317,34 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self.query_one("#inject-budget", Static).update(title)
         block = turn.text or "(this turn injected nothing)"
         self.query_one("#inject-block", Static).update(render_block(block))
-        rows: list[Row] = [(describe_breakdown(result), result.location) for result in turn.results]
-        if not turn.results:
-            rows.append((Text("no relevant memory was injected", style="italic"), None))
-        self._show_items(rows + cut_rows(report))
+        self._show_items(self._turn_rows(turn))
+        self.find_origins(result.location for result in turn.results)
         if turn.results:  # the cursor on the first memory: Enter opens it
             self.query_one("#inject-cuts", MemoryList).highlighted = 0
         self.query_one("#inject-block-scroll", VerticalScroll).scroll_home(animate=False)
 
+    def _turn_rows(self, turn: TurnInjection) -> list[Row]:
+        """A past turn's memories with their score breakdowns and origins, then its cuts."""
+        rows: list[Row] = []
+        for result in turn.results:
+            text = describe_breakdown(result)
+            origin = self.origins.get(result.location)
+            if origin is not None:
+                text.append("\n  ")
+                text.append_text(describe_origin(origin, link=False))
+            rows.append((text, result.location))
+        if not turn.results:
+            rows.append((Text("no relevant memory was injected", style="italic"), None))
+        return rows + cut_rows(InjectionReport.from_json(turn.report))
+
     def show_error(self, message: str) -> None:
         self.query_one("#inject-budget", Static).update(Text(message, style="bold red"))
+
+
+def origin_sessions(origins: Origins) -> dict[str, str]:
+    """The session that wrote each memory of ``origins``, where a chat or a flush did."""
+    return {
+        location: session
+        for location, origin in origins.items()
+        if origin is not None and (session := session_of(origin.source, origin.session))
+    }

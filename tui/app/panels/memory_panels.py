@@ -1,4 +1,5 @@
-"""The tabbed memory side of the main screen: Inject, Search, Daily, MEMORY.md and Stats."""
+"""The tabbed memory side of the main screen: Inject, Search, Daily, MEMORY.md, Stats, Activity
+and History."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tui.app.messages import MemoryChanged, OpenEntry
 from tui.app.panels.activity_panel import ActivityPanel
 from tui.app.panels.base import EnginePanel
 from tui.app.panels.daily_tree import DailyTree
+from tui.app.panels.history_panel import HistoryPanel
 from tui.app.panels.injection_panel import InjectionPanel
 from tui.app.panels.memory_editor import MemoryEditor
 from tui.app.panels.search_panel import SearchPanel
@@ -35,6 +37,7 @@ TABS = {
     "memory": "MEMORY.md",
     "stats": "Stats",
     "activity": "Activity",
+    "history": "History",
 }
 
 #: What takes focus when a tab is opened by its key: the widget the user works in there
@@ -48,6 +51,7 @@ TAB_FOCUS = {
     "memory": "#memory-text",
     "stats": "#stats-log",
     "activity": "#activity-calls",
+    "history": "#history-changes",
 }
 
 
@@ -66,7 +70,7 @@ def describe_sync(report: SyncReport | None) -> str:
 
 
 class MemoryPanels(Widget):
-    """The six memory panels in a TabbedContent, refreshed together when memory changes.
+    """The seven memory panels in a TabbedContent, refreshed together when memory changes.
 
     Every change of memory arrives as one :class:`~tui.app.messages.MemoryChanged`: this widget
     subscribes to the engine's change stream and posts one for each change it publishes (the
@@ -94,10 +98,11 @@ class MemoryPanels(Widget):
 - **MEMORY.md**: edit long-term memory (ctrl+s saves).
 - **Stats**: index, model, flushes and events.
 - **Activity**: what other agents did with this memory over `memdeck mcp`.
+- **History**: every change of the memory, who made it, its diff; **u** undoes one.
 
-**F2**–**F7** open Inject, Search, Daily, MEMORY.md, Stats and Activity; **Escape** goes back to the
-message box. While you type a message the Inject tab comes forward, unless you chose another
-tab in this session.
+**F2**–**F8** open Inject, Search, Daily, MEMORY.md, Stats, Activity and History; **Escape** goes
+back to the message box. While you type a message the Inject tab comes forward, unless you chose
+another tab in this session.
 """
 
     DEFAULT_CSS = """
@@ -161,6 +166,8 @@ tab in this session.
                 yield StatsPanel(self.engine, clock=self._clock)
             with TabPane(TABS["activity"], id="activity"):
                 yield ActivityPanel(self.engine)
+            with TabPane(TABS["history"], id="history"):
+                yield HistoryPanel(self.engine)
 
     def on_mount(self) -> None:
         for panel in self.query(EnginePanel):
@@ -198,6 +205,10 @@ tab in this session.
     def stats_panel(self) -> StatsPanel:
         return self.query_one(StatsPanel)
 
+    @property
+    def history_panel(self) -> HistoryPanel:
+        return self.query_one(HistoryPanel)
+
     # -- what the app calls --
 
     @property
@@ -206,7 +217,7 @@ tab in this session.
         return self.query_one(TabbedContent).active or self._initial
 
     def show_tab(self, tab_id: str, *, focus: bool = False) -> None:
-        """Switch to a pane (``inject``, ``search``, ``daily``, ``memory`` or ``stats``) as the
+        """Switch to a pane (a :data:`TABS` id: ``inject``, ``search``, ``history``...) as the
         user's choice; ``focus`` also focuses the widget one works in there (after a refresh, so
         it wins over focus given back by a closing palette)."""
         self.chosen_tab = tab_id

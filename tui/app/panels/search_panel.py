@@ -18,7 +18,7 @@ from textual.worker import get_current_worker
 
 from tui.app.external_editor import open_entry_in_editor
 from tui.app.latest import Answer, Requests
-from tui.app.messages import OpenEntry, while_attached
+from tui.app.messages import OpenEntry, OpenSession, while_attached
 from tui.app.panels.base import (
     EnginePanel,
     describe_breakdown,
@@ -27,6 +27,7 @@ from tui.app.panels.base import (
     format_text_score,
     formula_markdown,
 )
+from tui.app.panels.origins import OriginText, describe_origin, session_of
 from tui.engine.engine import MemoryEngine
 from tui.engine.score_formula import score_formula
 from tui.engine.search import Breakdown, SearchResponse, SearchResult
@@ -218,6 +219,13 @@ How the score is computed:
             id="search_panel.open_in_editor",
             tooltip="Open the selected result in $EDITOR at its line",
         ),
+        Binding(
+            "o",
+            "open_origin",
+            "origin",
+            id="search_panel.open_origin",
+            tooltip="Open the session whose chat or flush wrote the selected result",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -281,7 +289,7 @@ How the score is computed:
         )
         table.add_columns(*COLUMNS)
         yield table
-        yield Static("", id="search-context-title")
+        yield OriginText("", id="search-context-title")
         with VerticalScroll(id="search-context-scroll"):
             yield Static("", id="search-context")
 
@@ -349,6 +357,7 @@ How the score is computed:
         table.clear()
         for index, result in enumerate(message.response.results):
             table.add_row(*(Text(cell) for cell in breakdown_cells(result)), key=str(index))
+        self.find_origins(result.location for result in message.response.results)
         if message.response.results:
             table.move_cursor(row=0)
             self._show_context(message.response.results[0])
@@ -363,6 +372,7 @@ How the score is computed:
         result = self._result_for(event.row_key.value)
         if result is not None:
             self._show_context(result)
+            self.refresh_bindings()
 
     @on(DataTable.RowSelected, "#search-results")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -375,15 +385,42 @@ How the score is computed:
         """The editor key acts on the selected row, so it is offered only in the table."""
         if action == "open_in_editor":
             return self.screen.focused is self.query_one("#search-results", DataTable)
+        if action == "open_origin":
+            if self.screen.focused is not self.query_one("#search-results", DataTable):
+                return False
+            return self._origin_session() is not None
         return True
+
+    def selected_result(self) -> SearchResult | None:
+        """The result the table's cursor is on."""
+        table = self.query_one("#search-results", DataTable)
+        return self._result_for(str(table.cursor_row)) if table.row_count else None
 
     def action_open_in_editor(self) -> None:
         """Open the selected result in $VISUAL / $EDITOR at its first line."""
-        table = self.query_one("#search-results", DataTable)
-        result = self._result_for(str(table.cursor_row)) if table.row_count else None
+        result = self.selected_result()
         if result is None:
             return
         open_entry_in_editor(self, self.engine.workspace, result.path, result.start_line)
+
+    def _origin_session(self) -> str | None:
+        """The session whose chat or flush wrote the selected result, if one did."""
+        result = self.selected_result()
+        origin = self.origins.get(result.location) if result is not None else None
+        return session_of(origin.source, origin.session) if origin is not None else None
+
+    def action_open_origin(self) -> None:
+        """Open the session whose chat or flush wrote the selected result."""
+        session = self._origin_session()
+        if session is not None:
+            self.post_message(OpenSession(session))
+
+    def origins_found(self) -> None:
+        """The selected result's title gets its origin."""
+        result = self.selected_result()
+        if result is not None:
+            self._show_title(result)
+        self.refresh_bindings()
 
     def _result_for(self, key: str | None) -> SearchResult | None:
         if self.response is None or key is None:
@@ -393,15 +430,25 @@ How the score is computed:
 
     def _show_context(self, result: SearchResult) -> None:
         """The selected result: every part of its score above its lines in the file."""
+        self._show_title(result)
+        self._read_context(self._context_reads.new(), result)
+
+    def _show_title(self, result: SearchResult) -> None:
+        """The result's score breakdown, where it came from, and the keys."""
         location = format_source(result.path, result.start_line, result.end_line)
         title = describe_breakdown(result, injected=False, location=location)
+        origin = self.origins.get(result.location)
         hint = "\n  enter opens the entry · e opens it in $EDITOR"
+        if origin is not None:
+            title.append("\n  ")
+            title.append_text(describe_origin(origin))
+            if session_of(origin.source, origin.session):
+                hint += " · o opens its session"
         table = self.query_one("#search-results", DataTable)
         if table.virtual_size.width > table.scrollable_content_region.width:
             hint += " · ← → more columns"  # the table has no scrollbar to say so
         title.append(hint, style="dim italic")
         self.query_one("#search-context-title", Static).update(title)
-        self._read_context(self._context_reads.new(), result)
 
     @work(thread=True, exclusive=True, group="search-context", exit_on_error=False)
     def _read_context(self, number: int, result: SearchResult) -> None:

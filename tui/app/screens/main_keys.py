@@ -24,6 +24,7 @@ TAB_KEYS = (
     ("memory", "f5", "MEMORY"),
     ("stats", "f6", "stats"),
     ("activity", "f7", "activity"),
+    ("history", "f8", "history"),
 )
 
 #: The screen's help (F1).

@@ -29,7 +29,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.worker import Worker
 
-from tui.app.messages import MemoryChanged, WorkbenchMessage, report_worker_error
+from tui.app.messages import MemoryChanged, OpenSession, WorkbenchMessage, report_worker_error
 from tui.app.progress_text import ProgressClock
 from tui.chat.events import (
     ChatEvent,
@@ -277,6 +277,13 @@ class Desk(Horizontal):
 
     def _on_session_list_chosen(self, message: SessionList.Chosen) -> None:
         self.switch_to(message.session_id)  # (the screen hears it next, to close an overlay)
+
+    def _on_open_session(self, message: OpenSession) -> None:
+        """A memory's origin was chosen: open the session that wrote it, if it is here."""
+        if any(info.id == message.session_id for info in self.session_list.infos):
+            self.switch_to(message.session_id)
+        else:
+            self.notify(f"session {message.session_id} is not in this workspace", markup=False)
 
     def switch_to(self, session_id: str | None) -> None:
         """Open ``session_id``: show its transcript and flush the session left (switch trigger)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.text import Text
 from textual import on
 from textual.binding import Binding
@@ -9,7 +11,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from tui.app.external_editor import open_entry_in_editor
-from tui.app.messages import OpenEntry
+from tui.app.messages import OpenEntry, OpenSession
 from tui.engine.workspace import Workspace
 
 
@@ -17,7 +19,8 @@ class MemoryList(OptionList):
     """Rows of text, each with the ``path#Lx-y`` it shows (None: a note, not selectable).
 
     Enter opens the entry (MEMORY.md in the editor, a log in Daily); ``e`` opens it in
-    $VISUAL / $EDITOR at its line.
+    $VISUAL / $EDITOR at its line; ``o`` opens the session whose chat or flush wrote it (the
+    rows' :attr:`sessions`).
     """
 
     BINDINGS = [
@@ -27,6 +30,13 @@ class MemoryList(OptionList):
             "$EDITOR",
             id="memory_list.open_in_editor",
             tooltip="Open the selected memory in $EDITOR at its line",
+        ),
+        Binding(
+            "o",
+            "open_origin",
+            "origin",
+            id="memory_list.open_origin",
+            tooltip="Open the session whose chat or flush wrote the selected memory",
         ),
     ]
 
@@ -46,16 +56,30 @@ class MemoryList(OptionList):
     ) -> None:
         super().__init__(id=id, classes=classes)
         self.workspace = workspace
+        self._locations: list[str | None] = []
         self._entries: list[OpenEntry | None] = []
+        self._sessions: list[str | None] = []
 
-    def show(self, rows: list[tuple[Text, str | None]]) -> None:
-        """Replace the rows: ``(text, location)``, location ``path#Lx-y`` or None."""
-        self._entries = [OpenEntry.at(location) if location else None for _, location in rows]
+    def show(
+        self, rows: list[tuple[Text, str | None]], sessions: Mapping[str, str] | None = None
+    ) -> None:
+        """Replace the rows: ``(text, location)``, location ``path#Lx-y`` or None;
+        ``sessions``: the session that wrote a location's memory, where one did. The row
+        highlighted stays so when the rows are the same ones again (their origins came)."""
+        same = [location for _, location in rows] == self._locations
+        kept = self.highlighted if same else None
+        self._locations = [location for _, location in rows]
+        self._entries = [OpenEntry.at(where) if where else None for where in self._locations]
+        self._sessions = [
+            (sessions or {}).get(location) if location else None for location in self._locations
+        ]
         self.clear_options()
         self.add_options(
             Option(text, id=str(i), disabled=self._entries[i] is None)
             for i, (text, _) in enumerate(rows)
         )
+        if kept is not None:
+            self.highlighted = kept
 
     @property
     def plain(self) -> str:
@@ -73,6 +97,27 @@ class MemoryList(OptionList):
         entry = self.selected_entry()
         if entry is not None:
             self.post_message(OpenEntry(entry.path, entry.line))
+
+    def selected_session(self) -> str | None:
+        """The session that wrote the highlighted memory (None: none did, or unknown)."""
+        index = self.highlighted
+        return self._sessions[index] if index is not None and index < len(self._sessions) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``o`` is offered on a memory a chat or a flush wrote."""
+        if action == "open_origin":
+            return self.selected_session() is not None
+        return True
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self) -> None:
+        self.refresh_bindings()  # "o origin" comes and goes with the row
+
+    def action_open_origin(self) -> None:
+        """Open the session whose chat or flush wrote the highlighted memory."""
+        session = self.selected_session()
+        if session is not None:
+            self.post_message(OpenSession(session))
 
     def action_open_in_editor(self) -> None:
         """Open the highlighted memory in $VISUAL / $EDITOR at its first line."""
