@@ -50,6 +50,7 @@ from tui.engine.visible import visible_text
 if TYPE_CHECKING:
     from tui.app.panels.memory_editor import MemoryEditor
     from tui.chat.chat import ChatEngine
+    from tui.engine.engine import MemoryEngine
 
 #: Longest wait for the quit flush before the app closes anyway.
 QUIT_FLUSH_TIMEOUT = 15.0
@@ -58,6 +59,20 @@ QUIT_FLUSH_TIMEOUT = 15.0
 #: GIL: each time the UI thread comes back from waiting (every turn of the event loop) it
 #: waits up to this long for it, which adds up to visible stalls over a frame's many turns.
 GIL_SWITCH_INTERVAL = 0.001
+
+
+def sync_with_remote(memory: MemoryEngine, remote: str) -> tuple[str, bool]:
+    """Sync ``memory`` with ``remote``: one line saying what happened, and whether a file was
+    left with conflict marks (or the sync failed)."""
+    from tui.engine.git_sync import sync
+    from tui.engine.history_records import HistoryError
+
+    try:
+        outcome = sync(memory, remote)
+    except HistoryError as exc:
+        return str(exc), True
+    advice = outcome.advice()
+    return (advice, True) if advice else (outcome.describe(), False)
 
 
 class MemdeckCommandPalette(CommandPalette):
@@ -248,6 +263,8 @@ class MemdeckApp(App[int]):
             self.notify(warning, title="memdeck", severity="warning", timeout=8)
         if self._engine is None:
             self.call_after_refresh(self._load_engine)
+        else:
+            self._sync_at_start()
         self.set_interval(1.0, self._pace_gc)
         self._handle_termination()
 
@@ -331,9 +348,24 @@ class MemdeckApp(App[int]):
         self._engine = message.engine
         # On the screen's own loop: its widgets bind to its reactive there.
         self.main_screen.call_next(self.main_screen.attach, message.engine)
+        self._sync_at_start()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         report_worker_error(self, event)
+
+    def _sync_at_start(self) -> None:
+        if self.config.history.sync_on_start and self.config.history.remote.strip():
+            self._sync_with_remote()
+
+    @work(thread=True, exclusive=True, group="sync", exit_on_error=False)
+    def _sync_with_remote(self) -> None:
+        """``[history] sync_on_start``: pull and push; what happened in a toast (a conflict
+        left in a file, or a failure, as a warning that stays a minute)."""
+        line, conflict = sync_with_remote(self.engine.memory, self.config.history.remote)
+        severity: SeverityLevel = "warning" if conflict else "information"
+        self.call_from_thread(
+            self.notify, line, title="sync", severity=severity, timeout=60 if conflict else 5
+        )
 
     def on_app_blur(self, event: events.AppBlur) -> None:
         """The terminal lost focus: the background flush runs if it stays lost."""
@@ -497,6 +529,8 @@ class MemdeckApp(App[int]):
     @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
     def _quit_flush(self) -> None:
         self.main_screen.workbench.quit_flush()
+        if self.config.history.sync_on_quit and self.config.history.remote.strip():
+            sync_with_remote(self.engine.memory, self.config.history.remote)  # within the wait
         self.post_message(self.QuitFlushFinished())
 
     @on(QuitFlushFinished)
