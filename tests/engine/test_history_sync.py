@@ -223,6 +223,17 @@ def test_an_unreachable_remote_is_one_line_and_changes_nothing(
         sync(a, f"file://{tmp_path}/nowhere.git")
 
 
+def test_a_password_in_the_remote_url_is_never_shown(
+    machines: tuple[MemoryEngine, MemoryEngine],
+) -> None:
+    a, _b = machines
+    with pytest.raises(HistoryError) as caught:
+        sync(a, "https://me:s3cret@127.0.0.1:9/memory.git")  # a closed loopback port
+
+    assert "s3cret" not in str(caught.value)
+    assert "https://me:***@127.0.0.1:9/memory.git" in str(caught.value)
+
+
 def test_without_a_remote_the_command_says_how_to_set_one(tmp_path: Path) -> None:
     done = run_memdeck(
         ["--workspace", str(tmp_path / "ws"), "sync"],

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 import pygit2
 
@@ -89,6 +90,20 @@ def remote_url(remote: str) -> str:
     return text if _is_url(text) else str(Path(text).expanduser().resolve())
 
 
+def shown(remote: str) -> str:
+    """``remote`` as a message may show it: one line, a password in it hidden."""
+    parts = urlsplit(remote.strip())
+    if parts.password:
+        host = parts.netloc.rpartition("@")[2]
+        remote = parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
+    return one_line(remote)
+
+
+def _without_password(text: str, remote: str) -> str:
+    password = urlsplit(remote.strip()).password
+    return one_line(text.replace(password, "***") if password else text)
+
+
 def _is_url(text: str) -> bool:
     return "://" in text or re.match(r"^[\w.-]+@[\w.-]+:", text) is not None
 
@@ -104,7 +119,7 @@ def sync(engine: MemoryEngine, remote: str) -> SyncOutcome:
         )
     url = remote_url(remote)
     if not _is_url(remote.strip()) and not Path(url).is_dir():
-        raise HistoryError(f"cannot reach the remote {one_line(remote)}: no such folder")
+        raise HistoryError(f"cannot reach the remote {shown(remote)}: no such folder")
     with history._locked():  # made (with its first commit) before a second handle opens it
         history.repository()
     repo = pygit2.Repository(str(engine.workspace.root))
@@ -132,7 +147,7 @@ def _sync(engine: MemoryEngine, repo: pygit2.Repository, url: str, remote: str) 
             created = fetched is None and pushed > 0
             return SyncOutcome(pulled, pushed, tuple(written), created=created)
     raise HistoryError(
-        f"the remote {one_line(remote)} kept changing while syncing; run `memdeck sync` again"
+        f"the remote {shown(remote)} kept changing while syncing; run `memdeck sync` again"
     )
 
 
@@ -140,20 +155,30 @@ def _sync(engine: MemoryEngine, repo: pygit2.Repository, url: str, remote: str) 
 
 
 class _Callbacks(pygit2.RemoteCallbacks):
-    """Credentials from the ssh agent (asked once, not in a loop), and a refused push."""
+    """Credentials (asked once, never in a loop): the ssh agent's keys, or a user and password
+    written in the URL; and the reason a push was refused."""
 
-    def __init__(self) -> None:
+    def __init__(self, url: str) -> None:
         super().__init__()
+        self.url = url
         self.asked = False
         self.refused: str | None = None
 
     def credentials(
-        self, url: str, username_from_url: str | None, allowed_types: object
-    ) -> pygit2.KeypairFromAgent:
+        self, url: str, username_from_url: str | None, allowed_types: pygit2.enums.CredentialType
+    ) -> pygit2.KeypairFromAgent | pygit2.UserPass:
         if self.asked:
-            raise HistoryError("authentication failed (keys of the ssh agent)")
+            raise HistoryError("the remote refused the credentials")
         self.asked = True
-        return pygit2.KeypairFromAgent(username_from_url or "git")
+        if allowed_types & pygit2.enums.CredentialType.SSH_KEY:
+            return pygit2.KeypairFromAgent(username_from_url or "git")
+        parts = urlsplit(self.url)
+        if allowed_types & pygit2.enums.CredentialType.USERPASS_PLAINTEXT and parts.password:
+            return pygit2.UserPass(unquote(parts.username or ""), unquote(parts.password))
+        raise HistoryError(
+            "the remote asks for credentials: use an ssh URL (keys from your ssh agent), or "
+            "write them in the URL"
+        )
 
     def push_update_reference(self, refname: str, message: str | None) -> None:
         if message:
@@ -166,7 +191,7 @@ def _fetch(repo: pygit2.Repository, url: str, remote: str) -> pygit2.Oid | None:
         if TRACKING_REF in repo.references:
             repo.references.delete(TRACKING_REF)
         handle = repo.remotes.create_anonymous(url)
-        handle.fetch([f"+refs/heads/{BRANCH}:{TRACKING_REF}"], callbacks=_Callbacks())
+        handle.fetch([f"+refs/heads/{BRANCH}:{TRACKING_REF}"], callbacks=_Callbacks(url))
     ref = repo.references.get(TRACKING_REF)
     return None if ref is None else ref.peel(pygit2.Commit).id
 
@@ -181,7 +206,7 @@ def _push(repo: pygit2.Repository, url: str, remote: str, fetched: pygit2.Oid | 
     if fetched is not None:
         walker.hide(fetched)
     count = sum(1 for _ in walker)
-    callbacks = _Callbacks()
+    callbacks = _Callbacks(url)
     with _unreachable(remote):
         handle = repo.remotes.create_anonymous(url)
         try:
@@ -198,14 +223,16 @@ def _push(repo: pygit2.Repository, url: str, remote: str, fetched: pygit2.Oid | 
 
 @contextmanager
 def _unreachable(remote: str) -> Iterator[None]:
-    """A network failure as one line (the remote as the user wrote it)."""
+    """A network failure as one line (the remote as the user wrote it, no password)."""
     try:
         yield
     except HistoryError as exc:
-        raise HistoryError(f"cannot reach the remote {one_line(remote)}: {exc}") from exc
+        raise HistoryError(
+            f"cannot reach the remote {shown(remote)}: {_without_password(str(exc), remote)}"
+        ) from exc
     except (pygit2.GitError, OSError, ValueError, KeyError) as exc:
         raise HistoryError(
-            f"cannot reach the remote {one_line(remote)}: {one_line(str(exc))}"
+            f"cannot reach the remote {shown(remote)}: {_without_password(str(exc), remote)}"
         ) from exc
 
 
