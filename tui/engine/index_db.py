@@ -164,6 +164,12 @@ def _create_private(path: Path) -> None:
         return
     for suffix in ("", *SIDE_FILES):
         refuse_own_links(Path(str(path) + suffix))
+    with contextlib.suppress(OSError):
+        if not os.lstat(path).st_mode & 0o077:
+            # Private already. Opening it here would drop, at its close, every POSIX lock this
+            # process holds on the file: another connection's, whose WAL and shared memory
+            # another process's last close then deletes under it ("disk I/O error").
+            return
     try:
         fd = open_own_file(path, os.O_RDONLY | os.O_CREAT)
     except LinkRefusedError:
