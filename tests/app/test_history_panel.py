@@ -155,6 +155,20 @@ async def test_the_history_tab_says_who_made_each_change_and_enter_shows_its_dif
         assert "cello" not in diff_text(panel)
 
 
+async def test_an_agent_s_change_appears_in_the_open_history_tab(
+    engine: ChatEngine, tmp_path: Path
+) -> None:
+    root = engine.memory.workspace.root
+    app = build_app(engine)
+    async with app.run_test(size=WIDE) as pilot:
+        await ready(pilot)
+        await show_history(pilot, app, "outside", 1)
+        await agent_saves(root, tmp_path, BEES)  # another process: the watcher brings it
+        panel = await show_history(pilot, app, "mcp", 2)
+        assert whos(panel) == [AGENT, "an outside edit"]
+        assert AGENT in title_text(panel)  # the newest is selected
+
+
 async def test_a_memory_s_origin_is_in_the_search_detail_and_o_opens_its_session(
     engine: ChatEngine, server: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -39,6 +39,7 @@ from tui.app.panels import (
 )
 from tui.app.panels.base import EnginePanel, format_score
 from tui.app.panels.daily_tree import shown_text
+from tui.app.panels.history_panel import HistoryPanel
 from tui.app.panels.injection_panel import describe_items
 from tui.app.panels.search_panel import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
@@ -791,7 +792,8 @@ async def test_the_watcher_picks_up_a_file_written_outside(engine: MemoryEngine)
 
 
 def test_every_panel_explains_itself_for_f1() -> None:
-    for panel in (InjectionPanel, SearchPanel, DailyTree, MemoryEditor, StatsPanel, MemoryPanels):
+    panels = (InjectionPanel, SearchPanel, DailyTree, MemoryEditor, StatsPanel, HistoryPanel)
+    for panel in (*panels, MemoryPanels):
         assert issubclass(panel, (EnginePanel, MemoryPanels))
         assert panel.HELP.startswith("## "), panel.__name__
 

@@ -167,6 +167,8 @@ repository: `git log -p` shows the same.
         self.diff_of: str | None = None
         self._reads = Requests()
         self._diffs = Requests()
+        #: Memory changed while the panel was hidden: read the history when it is shown.
+        self._stale = True
 
     def compose(self) -> ComposeResult:
         yield Static("reading the history…", id="history-summary")
@@ -177,14 +179,30 @@ repository: `git log -p` shows the same.
 
     def on_mount(self) -> None:
         self.query_one("#history-diff", Static).update("")
-        self.reload()
+        self.call_after_refresh(self._read_if_in_view)
 
     def index_changed(self, paths: list[str]) -> None:
-        """Memory changed: a change was committed (or history's state changed)."""
-        self.reload()
+        """Memory changed: a change was committed. Read again now if the panel is in view,
+        else when it is shown (walking 200 commits holds the history's lock ~0.1 s)."""
+        self._stale = True
+        self._read_if_in_view()
+
+    def _read_if_in_view(self) -> None:
+        if self.region:
+            self.activated()
+
+    def on_show(self) -> None:
+        self.activated()
+
+    def activated(self) -> None:
+        """The panel is shown (its tab was activated): read the history if memory changed
+        since it was last read."""
+        if self._stale:
+            self.reload()
 
     def reload(self) -> None:
         """Read the history again (in a worker)."""
+        self._stale = False
         self._read(self._reads.new())
 
     @work(thread=True, exclusive=True, group="history-read", exit_on_error=False)
