@@ -111,6 +111,16 @@ async def wait_for_text(pilot: Pilot[Any], widget: Static, text: str) -> None:
     await wait_until(pilot, lambda: text in text_of(widget), repr(text))
 
 
+def link_in(app: MemdeckApp, widget: Static) -> tuple[int, int]:
+    """Where in ``widget`` (as drawn) the first link is: a cell whose style has a click."""
+    region = widget.region
+    for y in range(region.height):
+        for x in range(region.width):
+            if "@click" in app.screen.get_style_at(region.x + x, region.y + y).meta:
+                return x, y
+    raise AssertionError("no link drawn")
+
+
 def title_text(panel: HistoryPanel) -> str:
     return text_of(panel.query_one("#history-detail-title", Static))
 
@@ -205,6 +215,19 @@ async def test_a_memory_s_origin_is_in_the_search_detail_and_o_opens_its_session
         await pilot.press("o")
         await wait_until(
             pilot, lambda: app.main_screen.active_session == chat_session, "the chat's session"
+        )
+
+        # A click on who wrote it opens the session too.
+        await pilot.press("ctrl+n")
+        await wait_until(
+            pilot, lambda: app.main_screen.active_session != chat_session, "another new session"
+        )
+        await pilot.press("f3")
+        search.set_query("cello Sundays")
+        await wait_for_text(pilot, title, "from the model")
+        assert await pilot.click(title, offset=link_in(app, title))
+        await wait_until(
+            pilot, lambda: app.main_screen.active_session == chat_session, "the click's session"
         )
 
 

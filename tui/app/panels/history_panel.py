@@ -266,7 +266,7 @@ repository: `git log -p` shows the same.
             self._show_title(change)
             if change.id != self.diff_of:
                 self.diff_of = None
-                self._show_diff_text(Text("enter shows the diff", style="dim italic"))
+                self._show_diff_text(Text(""))  # the title says how to see it
             self.refresh_bindings()
 
     @on(OptionList.OptionSelected, "#history-changes")
