@@ -33,7 +33,8 @@ MAIN_HELP = """\
 
 A chat whose assistant remembers. Left: your sessions. Centre: the conversation. Right: the
 memory behind it — what the next message injects, search with the score breakdown, the daily
-logs, MEMORY.md (editable) and stats.
+logs, MEMORY.md (editable), stats, other agents' activity and the history of every change
+(F8: who made it; **u** undoes one).
 
 Memory is written when you switch sessions, go idle, leave the terminal, the day changes or
 quit (a summary goes to `memory/YYYY-MM-DD.md`); **ctrl+f** does it now.
