@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from .fileio import PRIVATE_DIR_MODE, lock_for
+from .git_origins import LineOrigins
 from .history_records import (
     Attribution,
     Change,
@@ -105,7 +106,9 @@ class GitHistory:
         self._lock = threading.RLock()
         self._repo: pygit2.Repository | None = None
         self._pending = _Pending()
-        self._origins: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+        self.origins = LineOrigins(self.root)
+        #: Changes read so far by commit id (a commit never changes; its diff stats cost).
+        self._read: dict[str, Change] = {}
         self._disabled = mode == "off"
         if mode == "auto":
             outer = enclosing_repository(self.root)
@@ -204,9 +207,7 @@ class GitHistory:
             except (OSError, Timeout, Exception) as exc:  # noqa: BLE001 - history never blocks a write
                 pending.paths.update(dict.fromkeys(wanted))
                 pending.attributions.append(attribution)
-                self._say(
-                    f"{COMMIT_FAILED} ({one_line(str(exc))}); it will be with the next one"
-                )
+                self._say(f"{COMMIT_FAILED} ({one_line(str(exc))}); it will be with the next one")
                 return None
             self._pending = _Pending()
             if self.problem and self.problem.startswith(COMMIT_FAILED):
@@ -290,6 +291,7 @@ class GitHistory:
                     None, last.author, last.committer, message, last.tree_id, first.parent_ids
                 )
                 repo.head.set_target(oid)
+                self.origins.rename(commits, str(oid))
                 return str(oid)
         except Exception as exc:  # noqa: BLE001 - the commits stay as they are
             self._say(f"history: {one_line(str(exc))}")
@@ -339,6 +341,14 @@ class GitHistory:
         oid = repo.create_commit(
             "HEAD", signature, signature, attribution.message(paths), tree, parents
         )
+        parent = repo.get(parents[0]) if parents else None
+        before = parent.tree if isinstance(parent, pygit2.Commit) else None
+        after = repo.get(tree)
+        assert isinstance(after, pygit2.Tree)
+        self.origins.advance(
+            [(rel, *_version(repo, before, rel), *_version(repo, after, rel)) for rel in paths],
+            str(oid),
+        )
         return str(oid)
 
     def _say(self, line: str) -> None:
@@ -383,6 +393,14 @@ class GitHistory:
             return found
 
     def _change(self, repo: pygit2.Repository, commit: pygit2.Commit) -> Change:
+        known = self._read.get(str(commit.id))
+        if known is None:
+            known = self._read[str(commit.id)] = self._read_change(repo, commit)
+            if len(self._read) > 4096:
+                self._read.pop(next(iter(self._read)))
+        return known
+
+    def _read_change(self, repo: pygit2.Repository, commit: pygit2.Commit) -> Change:
         trailers = parse_trailers(commit.message)
         if commit.parents:
             diff = repo.diff(commit.parents[0], commit)
@@ -479,70 +497,69 @@ class GitHistory:
     def origin(self, rel: str, start_line: int, end_line: int | None = None) -> Origin | None:
         """The change that last wrote lines ``start_line``-``end_line`` (1-based) of ``rel`` as
         it is committed (the newest of them); None when history is off, the file is not
-        committed or the lines changed since (not committed yet)."""
+        committed or the lines changed since (not committed yet). The first call for a file
+        blames it (seconds in a long history, without holding up writes); after that memdeck's
+        commits keep its lines' origins (:class:`~.git_origins.LineOrigins`)."""
         if self._disabled or not self._is_tracked_path(rel):
             return None
+        import pygit2
+
         try:
-            hunks = self._blame(rel)
+            with self._locked():
+                repo = self.repository()
+                if repo.head_is_unborn:
+                    return None
+                head = repo.head.peel(pygit2.Commit)
+                blob_id = str(head.tree[rel].id)
+                head_id = head.id
+            path = self.root / rel
+            # The working file must be the committed one, or the line numbers lie.
+            if not path.is_file() or str(pygit2.hashfile(str(path))) != blob_id:
+                return None
+            commits = self.origins.lines(rel, blob_id)
+            reader = pygit2.Repository(str(self.root))  # its own handle: no lock held
+            if commits is None:
+                blame = reader.blame(rel, newest_commit=head_id)
+                commits = [
+                    str(hunk.final_commit_id) for hunk in blame for _ in range(hunk.lines_in_hunk)
+                ]
+                self.origins.remember(rel, blob_id, commits)
+            wrote = set(commits[max(0, start_line - 1) : end_line or start_line])
+            found = [reader.get(commit_id) for commit_id in wrote]
         except Exception:  # noqa: BLE001 - an origin is never worth an error
             return None
-        end = end_line or start_line
-        best: tuple[int, str] | None = None
-        for first, count, commit_id in hunks:
-            if first <= end and start_line < first + count:
-                with self._locked():
-                    repo = self.repository()
-                    commit = repo.get(commit_id)
-                    when = commit.commit_time  # type: ignore[union-attr]
-                if best is None or when > best[0]:
-                    best = (when, commit_id)
-        if best is None:
+        newest: pygit2.Commit | None = None
+        for commit in found:
+            if isinstance(commit, pygit2.Commit) and (
+                newest is None or commit.commit_time > newest.commit_time
+            ):
+                newest = commit
+        if newest is None:
             return None
-        with self._locked():
-            repo = self.repository()
-            commit = repo.get(best[1])
-            trailers = parse_trailers(commit.message)  # type: ignore[union-attr]
+        trailers = parse_trailers(newest.message)
         return Origin(
             source=trailers.get("source", "outside"),
-            time=datetime.fromtimestamp(best[0], UTC),
-            commit=best[1],
+            time=datetime.fromtimestamp(newest.commit_time, UTC),
+            commit=str(newest.id),
             session=trailers.get("session"),
             client=trailers.get("client"),
             trigger=trailers.get("trigger"),
         )
 
-    def _blame(self, rel: str) -> list[tuple[int, int, str]]:
-        """``(first line, line count, commit id)`` hunks of ``rel`` at HEAD, cached by the
-        committed blob (a file's blame is computed once per version)."""
-        import pygit2
 
-        with self._locked():
-            repo = self.repository()
-            if repo.head_is_unborn:
-                return []
-            head = repo.head.peel(pygit2.Commit)
-            try:
-                blob_id = str(head.tree[rel].id)
-            except KeyError:
-                return []
-            # The working file must be the committed one, or the line numbers lie.
-            try:
-                on_disk = (self.root / rel).read_bytes()
-            except OSError:
-                return []
+def _version(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, rel: str
+) -> tuple[str | None, bytes | None]:
+    """``rel``'s blob id and bytes in ``tree`` (None, None: not there)."""
+    import pygit2
 
-            if str(pygit2.hash(on_disk)) != blob_id:
-                return []
-            key = (rel, blob_id)
-            if key not in self._origins:
-                blame = repo.blame(rel)
-                self._origins[key] = [
-                    (hunk.final_start_line_number, hunk.lines_in_hunk, str(hunk.final_commit_id))
-                    for hunk in blame
-                ]
-                if len(self._origins) > 64:
-                    self._origins.pop(next(iter(self._origins)))
-            return self._origins[key]
+    if tree is None:
+        return None, None
+    try:
+        blob = repo.get(tree[rel].id)
+    except KeyError:
+        return None, None
+    return (str(blob.id), blob.data) if isinstance(blob, pygit2.Blob) else (None, None)
 
 
 @contextlib.contextmanager
