@@ -33,7 +33,15 @@ COMMANDS: dict[str, Command] = {
 #: Commands whose stdout is a protocol stream, written as it is (their stderr shows controls).
 PROTOCOL_COMMANDS = frozenset(serve.COMMANDS)
 
-__all__ = ["COMMANDS", "CliError", "Command", "build_parser", "main", "run_tui"]
+__all__ = [
+    "COMMANDS",
+    "CliError",
+    "Command",
+    "add_global_options",
+    "build_parser",
+    "main",
+    "run_tui",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,20 +51,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal chat whose assistant remembers. Without a COMMAND, memdeck "
         "opens the app; with one, it runs that command and exits.",
     )
-    parser.add_argument(
-        "--workspace",
-        type=Path,
-        default=None,
-        help="memory workspace (default: $MEMDECK_WORKSPACE, else [memory] workspace in the "
-        "config file, else the platform data dir)",
-    )
-    parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
+    add_global_options(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="[COMMAND]")
     for name, (help_text, configure, run) in COMMANDS.items():
         child = sub.add_parser(name, help=help_text, description=help_text)
         configure(child)
+        # The global options work after the command too (`memdeck search fish --workspace
+        # ws`); given there, they win over the same option given before it.
+        add_global_options(child, default=argparse.SUPPRESS)
         child.set_defaults(run=run)
     return parser
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """``--workspace`` and ``--version`` on ``parser``: the command line's, and each
+    subcommand's (with ``default=argparse.SUPPRESS``, so that one not given there leaves the
+    value given before the command)."""
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=default,
+        help="memory workspace (default: $MEMDECK_WORKSPACE, else [memory] workspace in the "
+        "config file, else the platform data dir); before or after the command",
+    )
+    parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
 
 
 def run_tui(args: argparse.Namespace) -> int:

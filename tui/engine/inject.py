@@ -334,21 +334,30 @@ def build_injection(
         used += tokens
     report.memory_tokens = used
     last_kept = kept_lines[-1][0] if kept_lines else 0
-    if memory_lines:
+    if kept_lines:
         report.included.append(InjectedItem("long-term", f"MEMORY.md#L1-{last_kept}", used))
     if report.memory_truncated:
         dropped = report.memory_total_tokens - used
+        share = f"{used} of {report.memory_total_tokens} tokens"
         report.cut.append(
             InjectedItem(
                 "long-term",
                 f"MEMORY.md#L{last_kept + 1}-{measured.last_line}",
                 dropped,
-                reason=f"MEMORY.md truncated: {used} of {report.memory_total_tokens} tokens fit its share of the budget",
+                reason=f"MEMORY.md truncated: {share} fit its share of the budget"
+                if kept_lines
+                else "MEMORY.md left out: not one line fits its share of the budget",
             )
         )
         report.notes.append(
-            f"MEMORY.md truncated to lines 1-{last_kept} ({used} of {report.memory_total_tokens} tokens); "
-            "the rest is still reachable through search"
+            (
+                f"MEMORY.md truncated to lines 1-{last_kept} ({share})"
+                if kept_lines
+                else f"MEMORY.md left out (its share of the budget holds none of its "
+                f"{report.memory_total_tokens} tokens)"
+            )
+            + ("; the rest is" if kept_lines else "; its entries are")
+            + " still reachable through search"
         )
 
     remaining = available - used
