@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
@@ -12,14 +13,17 @@ from datetime import date
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Markdown, Static, Tree
+from textual.widgets.markdown import MarkdownBlock
 from textual.widgets.tree import TreeNode
 
 from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_source
+from tui.app.panels.daily_marks import block_at, is_retired_block, mark_retired, retired_lines
 from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
 from tui.engine.workspace import MEMORY_DIR, date_for_path
@@ -166,7 +170,9 @@ class DailyTree(EnginePanel):
 
 Daily logs under `memory/`, by month → date → entries (each `##` section of a log).
 Select a date to read the whole log, or an entry to read just that section.
-New entries appear as flushes write them.
+New entries appear as flushes write them. Entries that were forgotten (or superseded) are
+struck through, dimmed and labelled; **Enter** on a search result opens its section here
+with its line marked.
 """
 
     DEFAULT_CSS = """
@@ -186,6 +192,12 @@ New entries appear as flushes write them.
     DailyTree #daily-view-scroll {
         height: 3fr;
     }
+    DailyTree #daily-view .-retired {
+        color: $text-muted;
+    }
+    DailyTree #daily-view .-marked {
+        background: $accent 35%;
+    }
     """
 
     def __init__(
@@ -204,6 +216,8 @@ New entries appear as flushes write them.
         self._outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
         #: An entry asked for (:meth:`show_entry`) before the logs were listed.
         self._entry_after_load: tuple[str, int] | None = None
+        #: The line of the shown log that :meth:`show_entry` asked for: marked in the view.
+        self.marked_line: int | None = None
         self._listings = Requests()  # of the daily logs
         self._views = Requests()  # of the shown log
         #: The latest read of the shown log, held while the panel is hidden.
@@ -232,11 +246,13 @@ New entries appear as flushes write them.
 
     def show_entry(self, path: str, line: int) -> None:
         """Show the entry of the daily log ``path`` that holds ``line`` (the whole log if no
-        entry does), with the tree's cursor on it; once the logs are listed, if they are not yet."""
+        entry does) with ``line`` marked and in view, and the tree's cursor on the entry; once
+        the logs are listed, if they are not yet."""
         log = next((log for log in self.logs if log.path == path), None)
         if log is None:
             self._entry_after_load = (path, line)
             return
+        self.marked_line = line
         entry = next((e for e in log.entries if e.start_line <= line <= e.end_line), None)
         key = f"{path}#L{entry.start_line}" if entry is not None else path
         tree = self.query_one("#daily-tree", Tree)
@@ -363,7 +379,10 @@ New entries appear as flushes write them.
         ref = event.node.data
         if ref is None or ref.log is None:
             return
-        self._shown = (ref.log.path, ref.key if ref.kind == "entry" else "")
+        shown = (ref.log.path, ref.key if ref.kind == "entry" else "")
+        if shown != self._shown:
+            self.marked_line = None  # the user chose something else to read
+        self._shown = shown
         self._show_selected()
 
     def _show_selected(self) -> None:
@@ -430,15 +449,43 @@ New entries appear as flushes write them.
                 (e for e in log.entries if f"{log.path}#L{e.start_line}" == message.key), None
             )
         if entry is None:
-            title.update(Text(message.path, style="bold"))
-            markdown = shown_text(message.text, VIEW_MAX_LINES)
+            heading = Text(message.path, style="bold")
+            first, text = 1, message.text
         else:
-            title.update(
-                Text(format_source(message.path, entry.start_line, entry.end_line), style="bold")
+            heading = Text(
+                format_source(message.path, entry.start_line, entry.end_line), style="bold"
             )
-            markdown = shown_text(section_text(message.text, entry), VIEW_MAX_LINES)
-        if markdown != view.source:  # a reload of an unchanged log re-renders nothing
-            view.update(markdown)
+            first, text = entry.start_line, section_text(message.text, entry)
+        if self.marked_line is not None:
+            heading.append(f"  ▸ L{self.marked_line}", style="dim")
+        title.update(heading)
+        markdown = shown_text(mark_retired(text), VIEW_MAX_LINES)
+        # A reload of an unchanged log re-renders nothing; the marks are set again anyway.
+        rendered = view.update(markdown) if markdown != view.source else None
+        self._decorate(rendered, text, first)
+
+    @work(exclusive=True, group="daily-marks", exit_on_error=False)
+    async def _decorate(self, rendered: AwaitComplete | None, text: str, first: int) -> None:
+        """Once the view has rendered ``text`` (whose first line is line ``first`` of its log):
+        dim the blocks of forgotten entries, and mark the block of :attr:`marked_line` and
+        bring it into view."""
+        if rendered is not None:
+            # Shielded: a newer view cancels this worker, and must not cancel the rendering.
+            await asyncio.shield(asyncio.ensure_future(rendered()))
+        view = self.query_one("#daily-view", Markdown)
+        blocks = list(view.query(MarkdownBlock))
+        retired = retired_lines(text)
+        source = text.split("\n")
+        for block in blocks:
+            block.set_class(is_retired_block(block, retired, source), "-retired")
+            block.remove_class("-marked")
+        if self.marked_line is None:
+            return
+        marked = block_at(blocks, self.marked_line - first)
+        if marked is not None:
+            marked.add_class("-marked")
+            scroll = self.query_one("#daily-view-scroll", VerticalScroll)
+            scroll.call_after_refresh(scroll.scroll_to_widget, marked, animate=False, top=True)
 
 
 def _walk(node: TreeNode[_NodeRef]) -> Iterator[TreeNode[_NodeRef]]:
