@@ -41,7 +41,7 @@ from tui.app.panels.base import EnginePanel, format_score
 from tui.app.panels.daily_tree import shown_text
 from tui.app.panels.history_panel import HistoryPanel
 from tui.app.panels.injection_panel import describe_items
-from tui.app.panels.search_panel import breakdown_cells
+from tui.app.panels.result_table import breakdown_cells
 from tui.app.screens.memory_conflict_screen import MemoryConflictScreen
 from tui.app.workspace_watcher import WorkspaceWatcher, is_watched, plan_sync
 from tui.engine.embeddings import Embedder

@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Static
 from tui.app.messages import OpenEntry, while_attached
 from tui.app.panels.base import EnginePanel, describe_breakdown
 from tui.app.panels.origins import OriginText, describe_origin
-from tui.app.panels.search_panel import COLUMNS, breakdown_cells
+from tui.app.panels.result_table import ResultTable
 from tui.chat.activity import ActivityLog, ActivityRecord, retired_by
 from tui.engine.engine import MemoryEngine
 from tui.engine.search import SearchResult
@@ -90,7 +90,6 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
     ActivityPanel #activity-results {
         height: auto;
         max-height: 30%;
-        scrollbar-size-horizontal: 0;
     }
     ActivityPanel #activity-detail-scroll {
         height: 1fr;
@@ -124,10 +123,7 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         calls.add_columns(*CALL_COLUMNS)
         yield calls
         yield Static("", id="activity-detail-title")
-        results: DataTable[str] = DataTable(
-            id="activity-results", cursor_type="row", zebra_stripes=True
-        )
-        results.add_columns(*COLUMNS)
+        results = ResultTable(id="activity-results")
         results.display = False
         yield results
         with VerticalScroll(id="activity-detail-scroll"):
@@ -195,13 +191,11 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         title = Text(f"{record.client} · {record.name} ", style="bold")
         title.append(record.query or record.arguments, style="")
         self.query_one("#activity-detail-title", Static).update(title)
-        results = self.query_one("#activity-results", DataTable)
-        results.clear()
+        results = self.query_one("#activity-results", ResultTable)
         results.display = bool(record.results)
         self._results = [SearchResult.from_json(r) for r in record.results]
         self.find_origins(result.location for result in self._results)
-        for index, result in enumerate(self._results):
-            results.add_row(*(Text(cell) for cell in breakdown_cells(result)), key=str(index))
+        results.show_results(self._results)
         detail = self.query_one("#activity-detail", Static)
         if self._results:
             results.move_cursor(row=0)

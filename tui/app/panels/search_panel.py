@@ -19,18 +19,12 @@ from textual.worker import get_current_worker
 from tui.app.external_editor import open_entry_in_editor
 from tui.app.latest import Answer, Requests
 from tui.app.messages import OpenEntry, OpenSession, while_attached
-from tui.app.panels.base import (
-    EnginePanel,
-    describe_breakdown,
-    format_score,
-    format_source,
-    format_text_score,
-    formula_markdown,
-)
+from tui.app.panels.base import EnginePanel, describe_breakdown, format_source, formula_markdown
 from tui.app.panels.origins import OriginText, describe_origin, session_of
+from tui.app.panels.result_table import ResultTable
 from tui.engine.engine import MemoryEngine
 from tui.engine.score_formula import score_formula
-from tui.engine.search import Breakdown, SearchResponse, SearchResult
+from tui.engine.search import SearchResponse, SearchResult
 from tui.engine.textsearch import query_terms
 from tui.engine.workspace import WorkspaceError
 
@@ -38,21 +32,6 @@ from tui.engine.workspace import WorkspaceError
 SEARCH_DEBOUNCE_S = 0.25
 #: Lines of file context shown above and below a selected chunk.
 CONTEXT_LINES = 3
-
-#: The table's columns: the source first, whole, so no width cuts it.
-COLUMNS = (
-    "source",
-    "score",
-    "vector",
-    "text (bm25)",
-    "near",
-    "update",
-    "recency",
-    "decay",
-    "window",
-    "conf",
-)
-
 
 def term_pattern(query: str) -> re.Pattern[str] | None:
     """A regex finding the query's terms in text (case-insensitive; a word of 3+ letters also
@@ -65,34 +44,6 @@ def term_pattern(query: str) -> re.Pattern[str] | None:
     if not alternatives:
         return None
     return re.compile("|".join(alternatives), re.IGNORECASE)
-
-
-def format_update(b: Breakdown) -> str:
-    """The update-link cell: ``+.59`` (relevance lent by the entry this one changes) or
-    ``×.70`` (a newer entry changed this one); ``—`` when neither applies."""
-    if b.superseded < 1.0:
-        return f"×{format_score(b.superseded)}"
-    if b.linked > max(b.hybrid, b.neighbour):
-        return f"+{format_score(b.linked)}"
-    return "—"
-
-
-def breakdown_cells(result: SearchResult) -> tuple[str, ...]:
-    """The table cells of a result, in :data:`COLUMNS` order."""
-    b = result.breakdown
-    text = format_text_score(b.text, b.bm25)
-    return (
-        format_source(result.path, result.start_line, result.end_line),
-        format_score(result.score),
-        format_score(b.vector),
-        text,
-        format_score(b.neighbour) if b.neighbour > b.hybrid else "—",
-        format_update(b),
-        format_score(b.recency),
-        format_score(b.decay),
-        format_score(b.time_window),
-        b.confidence,
-    )
 
 
 def describe_mode(response: SearchResponse, model_loaded: bool) -> Text:
@@ -196,7 +147,8 @@ Type a query: results are ranked as the assistant would see them.
 | source | file and lines |
 
 Move through the rows to see each chunk in its file, scrolled to the line that matched, the
-query's words highlighted.
+query's words highlighted. When the table is wider than the panel, **←** **→** scroll it a
+column at a time; the source column stays.
 
 How the score is computed:
 
@@ -243,8 +195,6 @@ How the score is computed:
     SearchPanel #search-results {
         height: auto;
         max-height: 45%;
-        /* its thumb alone read as a stray character under the rows */
-        scrollbar-size-horizontal: 0;
     }
     SearchPanel #search-context-title {
         height: auto;
@@ -284,11 +234,7 @@ How the score is computed:
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search memory…", id="search-query")
         yield Static("type a query", id="search-mode")
-        table: DataTable[str] = DataTable(
-            id="search-results", cursor_type="row", zebra_stripes=True
-        )
-        table.add_columns(*COLUMNS)
-        yield table
+        yield ResultTable(id="search-results")
         yield OriginText("", id="search-context-title")
         with VerticalScroll(id="search-context-scroll"):
             yield Static("", id="search-context")
@@ -353,10 +299,8 @@ How the score is computed:
             mode.update(describe_mode(message.response, message.model_loaded))
         else:
             mode.update("type a query")
-        table = self.query_one("#search-results", DataTable)
-        table.clear()
-        for index, result in enumerate(message.response.results):
-            table.add_row(*(Text(cell) for cell in breakdown_cells(result)), key=str(index))
+        table = self.query_one("#search-results", ResultTable)
+        table.show_results(message.response.results)
         self.find_origins(result.location for result in message.response.results)
         if message.response.results:
             table.move_cursor(row=0)
