@@ -505,7 +505,7 @@ async def test_an_outside_edit_on_a_dirty_buffer_asks_and_load_theirs_loads_it(
         assert engine.workspace.memory_file.read_text() == theirs
 
 
-async def test_a_second_outside_edit_while_deciding_is_asked_about_too(
+async def test_a_second_outside_edit_while_deciding_is_shown_in_the_open_question(
     engine: MemoryEngine,
 ) -> None:
     app = PanelHost(lambda: MemoryEditor(engine))
@@ -515,16 +515,17 @@ async def test_a_second_outside_edit_while_deciding_is_asked_about_too(
         editor.file_changed_on_disk()
         await wait_until(pilot, lambda: _asking(app), "the first question")
         first = app.screen
+        assert isinstance(first, MemoryConflictScreen)
         newer = MEMORY + "- Written again while the question was open\n"
         atomic_write_text(engine.workspace.memory_file, newer)
         editor.file_changed_on_disk()
-        await pilot.click("#conflict-mine")  # "mine" over the version shown, not the newer one
-        await wait_until(
-            pilot, lambda: _asking(app) and app.screen is not first, "the second question"
-        )
-        assert app.screen.disk_text == newer  # type: ignore[attr-defined]
+        # One question, showing the newest version (not a second one queued behind it).
+        await wait_until(pilot, lambda: first.disk_text == newer, "the question to show it")
+        await pilot.click("#conflict-mine")  # "mine" over the newest version
+        await wait_until(pilot, lambda: not isinstance(app.screen, MemoryConflictScreen), "answer")
         assert engine.workspace.memory_file.read_text() == newer
-        assert editor.text_area.text == mine
+        assert editor.text_area.text == mine and editor.base is not None
+        assert editor.base.text == newer  # a save now replaces the version the user saw
 
 
 async def test_a_save_refused_by_an_outside_edit_asks_and_saves_on_keep_mine(

@@ -174,7 +174,10 @@ entry's confidence and history.
         #: A line asked for (:meth:`go_to_line`) before the file was loaded.
         self._line_after_load: int | None = None
         self._pending_disk: MemoryFileState | None = None
-        self._asking = False
+        #: The conflict question on screen, and the disk version (with the merge of both
+        #: sides, if they merge) it shows.
+        self._question: MemoryConflictScreen | None = None
+        self._question_shows: tuple[MemoryFileState, str | None] | None = None
         self._saving = False
         self._recheck_after_save = False
         self._reads = Requests()  # of MEMORY.md from disk
@@ -245,8 +248,12 @@ entry's confidence and history.
         area = self.text_area
         if area.text and not area.text.endswith("\n"):
             # A file ends with a newline, or the next append (a flush, another editor) would
-            # join its first line to our last one.
-            area.insert("\n", area.document.end, maintain_selection_offset=True)
+            # join its first line to our last one. It goes into the buffer too (what is saved is
+            # what the buffer holds, byte for byte), behind the cursor: the cursor and the
+            # selection stay where the user left them, not on the new empty line.
+            selection = area.selection
+            area.insert("\n", area.document.end)
+            area.selection = selection
         self._saving = True
         self._set_status("saving…")
         self._save(area.text, self.base.content_hash)
@@ -295,6 +302,11 @@ entry's confidence and history.
             return
         if self.base is None:
             self._load_buffer(disk, "loaded")
+            return
+        if self._question is not None and self._question_shows is not None:
+            if disk.content_hash != self._question_shows[0].content_hash:
+                self._pending_disk = disk  # the question shows it at once
+                self._ask(while_saving=False)
             return
         if disk.content_hash == self.base.content_hash:
             return  # our own save coming back through the watcher, or nothing changed
@@ -357,35 +369,42 @@ entry's confidence and history.
             self._set_status(status)
 
     def _ask(self, *, while_saving: bool) -> None:
-        if self._asking or self._pending_disk is None:
-            return  # one question at a time; the answer uses the newest disk state
-        self._asking = True
-        shown = self._pending_disk
+        """Ask about :attr:`_pending_disk`, or, with the question open, show it the newest
+        version there: one question at a time, never one queued behind another over a stale
+        diff."""
+        disk = self._pending_disk
+        if disk is None:
+            return
         mine = self.text_area.text
-        merged = merge3(self.base.text, mine, shown.text) if self.base is not None else None
-        screen = MemoryConflictScreen(
-            shown.text, mine, while_saving=while_saving, can_keep_both=merged is not None
+        base = self.base.text if self.base is not None else None
+        merged = merge3(base, mine, disk.text) if base is not None else None
+        self._question_shows = (disk, merged)
+        if self._question is not None:
+            self._question.show_versions(
+                disk.text, mine, can_keep_both=merged is not None, base_text=base
+            )
+            return
+        self._question = MemoryConflictScreen(
+            disk.text,
+            mine,
+            while_saving=while_saving,
+            can_keep_both=merged is not None,
+            base_text=base,
         )
-        self.app.push_screen(
-            screen, lambda choice: self._resolve(choice, shown, while_saving, merged)
-        )
+        self.app.push_screen(self._question, lambda choice: self._resolve(choice, while_saving))
 
-    def _resolve(
-        self,
-        choice: ConflictChoice | None,
-        shown: MemoryFileState,
-        while_saving: bool,
-        merged: str | None = None,
-    ) -> None:
-        """Apply the answer to the question that showed the disk version ``shown``."""
-        self._asking = False
+    def _resolve(self, choice: ConflictChoice | None, while_saving: bool) -> None:
+        """Apply the answer to the question, about the disk version it showed last."""
+        self._question = None
+        assert self._question_shows is not None  # set with the question
+        shown, merged = self._question_shows
         newest = self._pending_disk or shown
         if choice == "theirs":
             # An edit, not a reload: ctrl+z brings the user's text back.
             self._replace_buffer(newest.text)
             self.base = newest
             self._pending_disk = None
-            self._set_status("loaded the version on disk (ctrl+z brings yours back)")
+            self._set_status("loaded theirs (ctrl+z: yours)")
         elif choice == "both" and merged is not None:
             self._replace_buffer(merged)
             self._adopt(shown, newest, while_saving, "kept both: yours and the change on disk")
