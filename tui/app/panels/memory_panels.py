@@ -40,6 +40,37 @@ TABS = {
     "history": "History",
 }
 
+#: Shorter titles for a tab bar too narrow for the whole ones (the memory panels beside the
+#: chat at 88 to 143 columns), taken in this order until every label fits: the tab row never
+#: scrolls a label out of view.
+SHORT_TITLES = {
+    "memory": "MEM",
+    "activity": "Act",
+    "history": "Hist",
+    "inject": "Inj",
+    "search": "Srch",
+}
+#: Cells a tab takes besides its label (its padding).
+TAB_PADDING = 2
+#: What the MEMORY.md tab's label gets while the editor holds unsaved edits.
+DIRTY_MARK = " ●"
+
+
+def fitted_titles(width: int, *, dirty: bool = False) -> dict[str, str]:
+    """The tab labels for a tab row ``width`` cells wide: the titles of :data:`TABS`, each of
+    :data:`SHORT_TITLES` in turn shortened while they would not fit (all of them at worst)."""
+    titles = dict(TABS)
+
+    def label(tab_id: str) -> str:
+        return titles[tab_id] + (DIRTY_MARK if dirty and tab_id == "memory" else "")
+
+    for tab_id, short in SHORT_TITLES.items():
+        if sum(len(label(t)) + TAB_PADDING for t in titles) <= width:
+            break
+        titles[tab_id] = short
+    return {tab_id: label(tab_id) for tab_id in titles}
+
+
 #: What takes focus when a tab is opened by its key: the widget the user works in there
 #: (Inject's depends on what it shows: :attr:`InjectionPanel.focus_target`).
 #: Refreshes after focusing a tab's widget during which focus lost to nothing is given back.
@@ -151,6 +182,8 @@ another tab in this session.
         self._focus_pending: str | None = None
         #: A tab this widget activated itself (its TabActivated is not the user's choice).
         self._auto_tab: str | None = initial
+        #: The MEMORY.md editor holds unsaved edits (its tab shows ●).
+        self._memory_dirty = False
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial=self._initial):
@@ -178,6 +211,22 @@ another tab in this session.
 
     def on_unmount(self) -> None:
         self._stop_changes()
+
+    def on_resize(self) -> None:
+        self._fit_tab_labels()
+
+    def _fit_tab_labels(self) -> None:
+        """Every tab's label in view at this width (see :func:`fitted_titles`); each tab's
+        tooltip has its whole title."""
+        width = self.size.width
+        if not width:  # hidden (the chat fills a narrow screen)
+            return
+        tabs = self.query_one(TabbedContent)
+        for tab_id, label in fitted_titles(width, dirty=self._memory_dirty).items():
+            tab = tabs.get_tab(tab_id)
+            if tab.label_text != label:
+                tab.label = label
+                tab.tooltip = TABS[tab_id] if label != TABS[tab_id] else None
 
     def _engine_changed(self, change: MemoryChange) -> None:
         """The engine's change stream (called on the writing thread): one message each."""
@@ -371,8 +420,8 @@ another tab in this session.
     def _on_memory_editor_dirty_changed(self, message: MemoryEditor.DirtyChanged) -> None:
         """● on the MEMORY.md tab while it has unsaved edits (the message goes on up to the
         screen, whose header shows it too)."""
-        title = TABS["memory"] + (" ●" if message.dirty else "")
-        self.query_one(TabbedContent).get_tab("memory").label = title
+        self._memory_dirty = message.dirty
+        self._fit_tab_labels()
 
     @on(MemoryChanged)
     def _memory_changed(self, message: MemoryChanged) -> None:

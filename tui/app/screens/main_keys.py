@@ -16,12 +16,12 @@ BREAKPOINTS = [(0, "-narrow"), (88, "-medium"), (120, "-wide")]
 #: What "why?" (ctrl+o) does, in the footer's tooltip and the command palette alike.
 WHY_HELP = "What the last turn injected, and why: each memory's score breakdown"
 
-#: Memory tabs with a key of their own: (tab id, key, footer label).
+#: Memory tabs with a key of their own: (tab id, key, label; help says "Open the <label> tab").
 TAB_KEYS = (
     ("inject", "f2", "inject"),
     ("search", "f3", "search"),
     ("daily", "f4", "daily"),
-    ("memory", "f5", "MEMORY"),
+    ("memory", "f5", "MEMORY.md"),
     ("stats", "f6", "stats"),
     ("activity", "f7", "activity"),
     ("history", "f8", "history"),

@@ -19,7 +19,7 @@ class ModeBar(Static):
 ## Chat or memory
 
 The terminal is too narrow for the chat and the memory panels side by side, so one of them
-fills the screen. **ctrl+t** flips between them; **F2**–**F6** open a memory tab directly,
+fills the screen. **ctrl+t** flips between them; **F2**–**F8** open a memory tab directly,
 **Escape** goes back to the message box. While you type, this line shows what the message
 would inject.
 """
