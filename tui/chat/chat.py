@@ -263,23 +263,27 @@ class ChatEngine:
 
     # -- a turn --
 
-    async def run_turn(self, session_id: str, text: str) -> AsyncIterator[ChatEvent]:
-        """Run one user turn and yield its events (see the module docstring).
+    async def run_turn(
+        self, session_id: str, text: str, *, replaces: str | None = None
+    ) -> AsyncIterator[ChatEvent]:
+        """Run one user turn and yield its events (see the module docstring). ``replaces``:
+        a user message of the conversation whose turn, and all that follows it, this one
+        replaces (:meth:`SessionStore.supersede`: kept in the file, no longer conversation).
 
-        Raises :class:`SessionError` only for an unknown session; every other failure is a
-        :class:`TurnError` event, after which the iteration ends. A message over
-        :meth:`message_room` is refused first (``too_large``): nothing is stored or sent.
+        Raises :class:`SessionError` only for an unknown session or message to replace; every
+        other failure is a :class:`TurnError` event, after which the iteration ends. A message
+        over :meth:`message_room` is refused first (``too_large``): nothing is stored or sent.
         """
         if not self.sessions.exists(session_id):
             raise SessionError(f"no session {session_id!r}")
         # Refused before anything is stored or sent: a message the context cannot hold would
         # be resent, and compacted around, at every later turn.
-        size, message_id = await asyncio.to_thread(self._admit, session_id, text)
+        size, message_id = await asyncio.to_thread(self._admit, session_id, text, replaces)
         if message_id is None:
             yield TurnError("too_large", size.refusal(SHORTEN_SUGGESTION))
             return
         self.triggers.note_activity(session_id)
-        yield TurnStarted(session_id, message_id, text)
+        yield TurnStarted(session_id, message_id, text, replaces)
         problem = self.llm.problem
         if problem:
             await self._record_error(session_id, "config", problem)
@@ -297,12 +301,16 @@ class ChatEngine:
         async for event in self._answer(session_id, messages, tools, silent=False):
             yield event
 
-    def _admit(self, session_id: str, text: str) -> tuple[MessageSize, str | None]:
-        """``text`` measured and, when it fits, stored as the user's message: its id (None:
-        refused). Blocking: one thread hop."""
+    def _admit(
+        self, session_id: str, text: str, replaces: str | None
+    ) -> tuple[MessageSize, str | None]:
+        """``text`` measured and, when it fits, stored as the user's message (after the line
+        that supersedes ``replaces``): its id (None: refused). Blocking: one thread hop."""
         size = self.measure_message(text)
         if not size.fits:
             return size, None
+        if replaces is not None:
+            self.sessions.supersede(session_id, replaces, text)
         return size, self.sessions.append_message(session_id, "user", text)
 
     def _prepare_request(
@@ -389,7 +397,7 @@ class ChatEngine:
                         "".join(streamed),
                         **flags,
                     )
-                await self._record_error(session_id, exc.kind, exc.message)
+                await self._record_error(session_id, exc.kind, exc.message, silent=silent)
                 yield TurnError(exc.kind, exc.message, exc.retry_after)
                 return
             assert end is not None
@@ -437,7 +445,7 @@ class ChatEngine:
                             }
                         )
         message = f"stopped after {rounds} requests: the model kept calling tools"
-        await self._record_error(session_id, "tool_loop", message)
+        await self._record_error(session_id, "tool_loop", message, silent=silent)
         yield TurnError("tool_loop", message)
 
     async def _run_tool(
@@ -526,12 +534,12 @@ class ChatEngine:
             tally.forgotten += len(result.content.get("forgotten", []))
         return result
 
-    async def _record_error(self, session_id: str, kind: str, message: str) -> None:
-        await asyncio.to_thread(
-            self.sessions.append,
-            session_id,
-            ErrorRecord(kind, self.llm.redact(message)),
-        )
+    async def _record_error(
+        self, session_id: str, kind: str, message: str, *, silent: bool = False
+    ) -> None:
+        # silent: the memory-flush turn before a compaction, not the turn the user sees
+        record = ErrorRecord(kind, self.llm.redact(message), silent=silent)
+        await asyncio.to_thread(self.sessions.append, session_id, record)
 
     # -- compaction --
 

@@ -343,6 +343,23 @@ class LLMClient:
         self.record_usage(purpose, request["model"], getattr(response, "usage", None), session)
         return _answer_text(response)
 
+    def list_models(self) -> list[str]:
+        """The ids of the models the server lists (``GET /models``), sorted; blocking (also
+        with no model configured yet: one of these may be chosen). Raises :class:`LLMError`."""
+        if self.settings.is_openai and not self.settings.api_key:
+            raise LLMError("config", self.problem or "no API key for OpenAI")
+        try:
+            page = self.sync_client().models.list()
+            return sorted({str(model.id) for model in page})
+        except Exception as exc:
+            raise self.classify(exc) from exc
+
+    def use_model(self, model: str) -> None:
+        """Send the next chat requests to ``model`` (summaries too, unless ``summary_model``
+        names another): the settings, not config.toml, change; a config reload brings the
+        configured model back."""
+        self.settings = self.settings.model_copy(update={"model": model})
+
     def classify(self, exc: BaseException, *, mid_stream: bool = False) -> LLMError:
         """Turn any exception from a request into an :class:`LLMError` a user can act on."""
         error = self._classify(exc, mid_stream)

@@ -63,11 +63,14 @@ TriggerName = Literal[
 
 @dataclass(frozen=True)
 class TurnStarted:
-    """The user's message is in the transcript (it stays there whatever happens next)."""
+    """The user's message is in the transcript (it stays there whatever happens next).
+    ``replaces``: the user message whose turn, and everything after it, this one replaced
+    (a retry or an edit; the replaced lines are kept in the file as superseded)."""
 
     session_id: str
     message_id: str
     text: str
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)
@@ -292,10 +295,12 @@ class SessionOpened:
 @dataclass(frozen=True)
 class TurnOpened:
     """The workbench starts a turn of ``session_id`` with the user's ``text`` (its engine
-    events follow, then :class:`TurnEnded`)."""
+    events follow, then :class:`TurnEnded`); ``replaces``: the user message it is to replace
+    with what follows (see :class:`TurnStarted`)."""
 
     session_id: str
     text: str
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)

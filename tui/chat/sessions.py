@@ -23,6 +23,7 @@ from typing import Any
 
 from ..engine.fileio import append_text, read_own_file
 from ..engine.workspace import Workspace
+from .supersede import Superseded, SupersedeReason
 from .transcript import (
     CONVERSATION_ROLES,
     Compaction,
@@ -59,6 +60,8 @@ __all__ = [
     "Message",
     "ModelChange",
     "PreparedFlush",
+    "Superseded",
+    "SupersedeReason",
     "ToolCall",
     "ToolResult",
     "Transcript",
@@ -243,6 +246,30 @@ class SessionStore:
             {"type": "message", "id": message_id, "role": role, "content": content, **extra},
         )
         return message_id
+
+    def supersede(self, session_id: str, from_id: str, text: str) -> Superseded:
+        """Replace the conversation from user message ``from_id`` on (kept in the file, no
+        longer conversation), before ``text`` is sent in its place: a ``retry`` when it is
+        the same text, else an ``edit``. Raises :class:`SessionError` when ``from_id`` is not
+        a user message still in the conversation."""
+        message = next((m for m in self.load(session_id).messages if m.id == from_id), None)
+        if message is None or message.role != "user" or message.silent or message.superseded:
+            raise SessionError(f"message {from_id!r} is no longer in the conversation")
+        reason: SupersedeReason = "retry" if message.content == text else "edit"
+        line = Superseded(new_id("s"), from_id, reason)
+        self.append(session_id, line)
+        return line
+
+    def discard_unanswered(self, session_id: str) -> bool:
+        """Remove the transcript of ``session_id`` if nothing in it was answered (no
+        assistant message: a first question that failed); True if it was removed."""
+        path = self._require(session_id)
+        if any(m.role == "assistant" for m in self.load(session_id).messages):
+            return False
+        path.unlink()
+        with self._cache_lock:
+            self._cache.pop(session_id, None)
+        return True
 
     def rename(self, session_id: str, title: str) -> SessionInfo:
         """Give the session a title (a new ``session`` line; the old ones stay)."""

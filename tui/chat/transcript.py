@@ -12,13 +12,18 @@ Line types::
     {"type": "flush", "phase": "prepared"|"done", "flush_id": ..., "from_id": ..., "to_id": ..., ...}
     {"type": "error", "timestamp": ..., "kind": ..., "message": ...}
     {"type": "injection", "message_id": <user message>, "text": ..., "report": {...}, "results": [...]}
+    {"type": "supersede", "id": ..., "from_id": <user message>, "reason": "retry"|"edit"}
 
 An ``injection`` line records the memory block a turn put into the system prompt, its budget
 report and the score breakdown of each memory in it ("why?" reads it, also after a restart).
 Messages may carry ``silent: true`` (the pre-compaction memory-flush turn, not shown and not
 summarised) or ``incomplete: true`` (a streamed answer cut short by an error; with
 ``interrupted: true`` when the user stopped it or quit) or ``truncated: true`` (an answer cut
-at ``max_answer_chars``). Every line but ``session`` and ``message`` (which
+at ``max_answer_chars``). A ``supersede`` line replaces the conversation from its user message
+``from_id`` up to itself (a retry, or an earlier message edited and sent again): those lines
+stay in the file, marked :attr:`Message.superseded`, but are no longer shown, replayed to the
+model or summarised by a flush; an ``error`` line with ``silent: true`` is one of the silent
+memory-flush turn. Every line but ``session`` and ``message`` (which
 :class:`~.sessions.SessionStore` writes itself) is written from its typed record's
 ``to_record()``, and read back into the same type.
 """
@@ -26,12 +31,13 @@ at ``max_answer_chars``). Every line but ``session`` and ``message`` (which
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import cached_property
 from typing import Any, Protocol
 
 from ..engine.search_results import SearchResult
+from .supersede import Superseded, SupersedeReason, superseded_lines
 
 #: Roles whose messages are conversation (summarised by a flush, sent back to the model).
 CONVERSATION_ROLES = ("user", "assistant")
@@ -59,11 +65,18 @@ class Message:
     #: An incomplete answer the user stopped (or quit during), not one an error cut short.
     interrupted: bool = False
     tool_call_ids: tuple[str, ...] = ()
+    #: Replaced by a later ``supersede`` line (a retry or an edit): kept, no longer conversation.
+    superseded: bool = False
 
     @property
     def is_conversation(self) -> bool:
         """A user or assistant message that a flush summarises and a request replays."""
-        return self.role in CONVERSATION_ROLES and not self.silent and not self.incomplete
+        return (
+            self.role in CONVERSATION_ROLES
+            and not self.silent
+            and not self.incomplete
+            and not self.superseded
+        )
 
     @property
     def is_loggable(self) -> bool:
@@ -230,14 +243,19 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class ErrorRecord:
-    """An ``error`` line: a turn that failed (``kind``: timeout, connection, ...)."""
+    """An ``error`` line: a turn that failed (``kind``: timeout, connection, ...); ``silent``:
+    the silent memory-flush turn before a compaction failed (the turn itself went on)."""
 
     kind: str
     message: str
+    silent: bool = False
 
     def to_record(self) -> dict[str, Any]:
         """The line as written."""
-        return {"type": "error", "kind": self.kind, "message": self.message}
+        record: dict[str, Any] = {"type": "error", "kind": self.kind, "message": self.message}
+        if self.silent:
+            record["silent"] = True
+        return record
 
 
 @dataclass(frozen=True)
@@ -311,10 +329,11 @@ class Transcript:
     records: list[dict[str, Any]] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     #: What a reader shows, in file order: messages, tool calls, injections, errors,
-    #: compactions (tool results are in :attr:`tool_results`, by call id).
-    timeline: list[Message | ToolCall | TurnInjection | ErrorRecord | Compaction] = field(
-        default_factory=list
-    )
+    #: compactions and where earlier lines were superseded (tool results are in
+    #: :attr:`tool_results`, by call id). Superseded lines are not in it.
+    timeline: list[
+        Message | ToolCall | TurnInjection | ErrorRecord | Compaction | Superseded
+    ] = field(default_factory=list)
     tool_results: dict[str, ToolResult] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -407,7 +426,7 @@ class Transcript:
         if self.title:
             return self.title
         for message in self.messages:
-            if message.role == "user" and message.content.strip():
+            if message.role == "user" and message.content.strip() and not message.superseded:
                 first = " ".join(message.content.split())
                 return first[:57] + "…" if len(first) > 58 else first
         return "New session"
@@ -441,6 +460,7 @@ def parse_transcript(session_id: str, data: bytes) -> Transcript:
             raw_messages.append(record)
         elif kind == "tool_call" and record.get("message_id"):
             tool_calls.setdefault(str(record["message_id"]), []).append(str(record.get("id")))
+    replaced, counts = superseded_lines(transcript.records)
     by_id: dict[str, Message] = {}
     #: Each message line's Message (ids may repeat in a hand-edited file).
     by_line: dict[int, Message] = {}
@@ -455,6 +475,7 @@ def parse_transcript(session_id: str, data: bytes) -> Transcript:
             incomplete=bool(record.get("incomplete")),
             interrupted=bool(record.get("interrupted")),
             tool_call_ids=tuple(tool_calls.get(str(record["id"]), ())),
+            superseded=id(record) in replaced,
         )
         transcript.messages.append(message)
         by_id.setdefault(message.id, message)
@@ -463,14 +484,19 @@ def parse_transcript(session_id: str, data: bytes) -> Transcript:
         item = by_line.get(id(record)) if record.get("type") == "message" else _typed(record, by_id)
         if isinstance(item, ToolResult):
             transcript.tool_results[item.id] = item
-        elif item is not None:
+        elif item is None or id(record) in replaced:
+            continue
+        elif isinstance(item, Superseded):
+            if id(record) in counts:  # (a line naming no earlier message replaces nothing)
+                transcript.timeline.append(replace(item, replaced=counts[id(record)]))
+        else:
             transcript.timeline.append(item)
     return transcript
 
 
 def _typed(
     record: dict[str, Any], messages: dict[str, Message]
-) -> ToolCall | ToolResult | TurnInjection | ErrorRecord | Compaction | None:
+) -> ToolCall | ToolResult | TurnInjection | ErrorRecord | Compaction | Superseded | None:
     """The typed form of one line other than a message (None for lines a reader does not
     show); ``messages`` by id give an injection its user's text."""
     kind = record.get("type")
@@ -508,7 +534,14 @@ def _typed(
             else [],
         )
     if kind == "error":
-        return ErrorRecord(str(record.get("kind", "error")), str(record.get("message", "")))
+        return ErrorRecord(
+            str(record.get("kind", "error")),
+            str(record.get("message", "")),
+            silent=record.get("silent") is True,
+        )
+    if kind == "supersede":
+        reason: SupersedeReason = "edit" if record.get("reason") == "edit" else "retry"
+        return Superseded(str(record.get("id") or ""), str(record.get("from_id")), reason)
     if kind == "compaction":
         before = record.get("dropped_before")
         dropped = record.get("dropped_messages")

@@ -5,7 +5,9 @@ It owns the open session (:attr:`Workbench.active_session`, stored here only; th
 triggers follow it), the running turn (:meth:`Workbench.run_turn`), the lifecycle lock
 (flushes fired by switches, deletions, the manual trigger and quitting run one at a time, in
 order), the start-up sync and model load, the focus triggers, and the actions: switch / new /
-rename / delete a session, flush, reindex, reload the config, consolidate. Each action is an
+rename / delete a session, retry an answer or resend an edited message (the later messages are
+replaced, kept in the transcript as superseded), switch the chat model, keep the unsent draft,
+export a session as Markdown, flush, reindex, reload the config, consolidate. Each action is an
 async method whose blocking part runs in a thread (``asyncio.to_thread``), so the app awaits
 it from its event loop and the command line (``memdeck ask``, ``flush``, ``sessions
 --delete``, ``consolidate``) drives it with ``asyncio.run``.
@@ -30,9 +32,11 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from tui.chat.chat import ChatEngine
+from tui.chat.client import LLMError
 from tui.chat.config import Config, load_config
 from tui.chat.consolidation import ConsolidationError, Proposal
 from tui.chat.context_window import MessageSize
+from tui.chat.drafts import DraftStore
 from tui.chat.events import (
     IndexOutcome,
     IndexReason,
@@ -44,7 +48,9 @@ from tui.chat.events import (
     TurnOpened,
     WorkbenchEvent,
 )
+from tui.chat.export import EXPORTS_DIR, export_file_name, session_markdown
 from tui.chat.sessions import SessionError, SessionInfo, Transcript, TurnInjection
+from tui.engine.fileio import make_private_dir, replace_own_file
 from tui.engine.index import SyncReport
 
 T = TypeVar("T")
@@ -64,6 +70,7 @@ __all__ = [
     "ConsolidationStep",
     "IndexOutcome",
     "Listener",
+    "ModelChoices",
     "Progress",
     "TurnAlreadyRunning",
     "Workbench",
@@ -81,6 +88,17 @@ class ConfigOutcome:
 
     config: Config
     report: SyncReport | None = None
+
+
+@dataclass(frozen=True)
+class ModelChoices:
+    """The chat model in use, the configured models and the server's (``GET /models``);
+    ``problem`` says why the server's list is missing."""
+
+    current: str
+    configured: tuple[str, ...]
+    served: tuple[str, ...]
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +129,8 @@ class Workbench:
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
         self._turn: asyncio.Task[object] | None = None
+        #: Unsent drafts of the message box, per session (``.memdeck/drafts.json``).
+        self.drafts = DraftStore(engine.memory.workspace)
         engine.triggers.follow_active_session(lambda: self.active_session)
         self._stop_streams = [
             engine.triggers.add_listener(self._publish),
@@ -296,12 +316,14 @@ class Workbench:
         """True while :meth:`run_turn` runs."""
         return self._turn is not None
 
-    async def run_turn(self, text: str) -> TurnEnding:
+    async def run_turn(self, text: str, *, replaces: str | None = None) -> TurnEnding:
         """Send ``text`` as the user's next message in the open session and run the turn to its
         end, publishing :class:`TurnOpened`, the engine's events, then :class:`TurnEnded`.
-        Cancelling it (:meth:`stop_turn`) stops the answer; what streamed is kept. Raises
-        :class:`TurnAlreadyRunning` while another turn runs, and ``ValueError`` with no
-        session open."""
+        ``replaces``: a user message of the session whose turn, and everything after it,
+        this one replaces (a retry or an edit: the replaced lines stay in the transcript file
+        as superseded, and memory they wrote stays). Cancelling it (:meth:`stop_turn`) stops
+        the answer; what streamed is kept. Raises :class:`TurnAlreadyRunning` while another
+        turn runs, and ``ValueError`` with no session open."""
         session_id = self.active_session
         if session_id is None:
             raise ValueError("no session is open")
@@ -309,9 +331,9 @@ class Workbench:
             raise TurnAlreadyRunning("a turn is running")
         self._turn = asyncio.current_task()
         ending: TurnEnding = "completed"
-        self._publish(TurnOpened(session_id, text))
+        self._publish(TurnOpened(session_id, text, replaces))
         try:
-            async for event in self.engine.run_turn(session_id, text):
+            async for event in self.engine.run_turn(session_id, text, replaces=replaces):
                 self._publish(event)
         except asyncio.CancelledError:
             ending = "stopped"
@@ -331,6 +353,66 @@ class Workbench:
         """Stop the running turn, if any (see :meth:`run_turn`)."""
         if self._turn is not None:
             self._turn.cancel()
+
+    async def retry(self, message_id: str | None = None) -> TurnEnding:
+        """Ask again: send user message ``message_id`` (default: the open session's last one)
+        as it was, replacing its answer and everything after it (see :meth:`run_turn`); also
+        after an error. ``ValueError`` when there is no message to send again."""
+        session_id = self.active_session
+        if session_id is None:
+            raise ValueError("no session is open")
+        transcript = await self.transcript(session_id)
+        prompts = [m for m in transcript.messages if m.role == "user" and m.is_conversation]
+        chosen = [m for m in prompts if message_id in (None, m.id)]
+        if not chosen:
+            raise ValueError("there is no message to send again")
+        return await self.run_turn(chosen[-1].content, replaces=chosen[-1].id)
+
+    async def resend(self, message_id: str, text: str) -> TurnEnding:
+        """Edit and resend: ``text`` replaces user message ``message_id``, its answer and
+        everything after it (see :meth:`run_turn`)."""
+        return await self.run_turn(text, replaces=message_id)
+
+    # -- the chat model, drafts and exports --
+
+    async def models(self) -> ModelChoices:
+        """The models the chat can switch to: the configured ones and the server's."""
+        llm = self.engine.llm
+        configured = tuple(
+            dict.fromkeys(m for m in (self.config.llm.effective_model, llm.model) if m)
+        )
+        try:
+            served = tuple(await asyncio.to_thread(llm.list_models))
+        except LLMError as exc:
+            return ModelChoices(self.model, configured, (), exc.message)
+        return ModelChoices(self.model, configured, served)
+
+    def use_model(self, model: str) -> None:
+        """Send the next turns to ``model`` (the transcript records the change at the next
+        turn; a config reload brings the configured model back)."""
+        self.engine.llm.use_model(model)
+
+    def kept_draft(self, session_id: str | None) -> str:
+        """The unsent draft kept for ``session_id`` ("" for none). Blocking."""
+        return self.drafts.get(session_id)
+
+    def keep_draft(self, session_id: str | None, text: str) -> None:
+        """Keep the unsent ``text`` of ``session_id`` (blank: drop it). Blocking."""
+        self.drafts.keep(session_id, text)
+
+    async def export(self, session_id: str) -> Path:
+        """Write ``session_id`` as Markdown to the workspace's ``.memdeck/exports/``; the file."""
+        workspace = self.engine.memory.workspace
+        folder = workspace.state_dir / EXPORTS_DIR
+        path = folder / export_file_name(session_id)
+
+        def write() -> None:
+            text = session_markdown(self.engine.sessions.load(session_id))
+            make_private_dir(folder)
+            replace_own_file(path, text.encode("utf-8"))
+
+        await asyncio.to_thread(write)
+        return path
 
     # -- memory --
 

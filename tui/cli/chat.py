@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -226,6 +227,13 @@ def _run_ask(args: argparse.Namespace) -> int:
         if args.allow_forget:
             engine.confirm_forget = _allow_forget
         status = asyncio.run(_stream_turn(workbench, question))
+        if status and not args.session and engine.sessions.discard_unanswered(session_id):
+            # a session holding only a question nobody answered is no conversation to keep
+            print(
+                f"memdeck: nothing was answered: session {session_id} removed (ask again)",
+                file=sys.stderr,
+            )
+            return status
         if args.flush:
             for event in asyncio.run(workbench.end_session()):
                 _print_trigger(event)
@@ -285,7 +293,19 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --delete: move it to the trash even if its messages are not logged",
     )
-    parser.add_argument("--restore", metavar="ID", help="bring a deleted session back")
+    parser.add_argument(
+        "--restore",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="bring a deleted session back; without ID: list what is in the trash",
+    )
+    parser.add_argument(
+        "--export", metavar="ID", help="print a session as Markdown (or write it to --output)"
+    )
+    parser.add_argument(
+        "--output", metavar="FILE", type=Path, help="with --export: write it to FILE"
+    )
     _add_llm_flags(parser)
 
 
@@ -299,6 +319,8 @@ def _run_sessions(args: argparse.Namespace) -> int:
                 info = engine.sessions.rename(*args.rename)
                 print(f"{info.id}: {info.title}")
                 return 0
+            if args.restore == "":
+                return _list_trash(engine, as_json=args.json)
             if args.restore:
                 info = engine.sessions.restore(args.restore)
                 pending = f" ({info.unlogged_count} not logged)" if info.unlogged_count else ""
@@ -306,6 +328,10 @@ def _run_sessions(args: argparse.Namespace) -> int:
                 return 0
             if args.delete:
                 return _delete_session(_workbench(args, engine), args.delete, force=args.force)
+            if args.export:
+                return _export_session(engine, args.export, args.output)
+            if args.output:
+                raise CliError("--output goes with --export ID")
         except SessionError as exc:
             raise CliError(str(exc)) from exc
         infos = engine.sessions.list()
@@ -324,6 +350,42 @@ def _run_sessions(args: argparse.Namespace) -> int:
         return 0
     finally:
         engine.close()
+
+
+def _export_session(engine: ChatEngine, session_id: str, output: Path | None) -> int:
+    from ..chat.export import session_markdown
+
+    text = session_markdown(engine.sessions.load(session_id))
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    try:  # private like the transcript it comes from (an existing file keeps its mode)
+        fd = os.open(output.expanduser(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as exc:
+        raise CliError(f"could not write {output}: {exc.strerror or exc}") from exc
+    print(f"exported {session_id} to {output}", file=sys.stderr)
+    return 0
+
+
+def _list_trash(engine: ChatEngine, *, as_json: bool) -> int:
+    """``sessions --restore`` without an id: what the trash holds, most recent first."""
+    from ..chat.trash import trashed_sessions
+
+    rows = trashed_sessions(engine.sessions)
+    if as_json:
+        for row in rows:
+            fields = {k: v for k, v in row.__dict__.items() if k != "path"}
+            print(json.dumps(fields, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("the trash is empty")
+        return 0
+    for row in rows:
+        print(f"{row.id}  {(row.updated or '')[:16]:16}  {row.describe()}  {row.title}")
+    print(f"`memdeck sessions --restore {rows[0].id}` brings one back", file=sys.stderr)
+    return 0
 
 
 def _delete_session(workbench: Workbench, session_id: str, *, force: bool) -> int:
@@ -509,7 +571,11 @@ COMMANDS = {
         _configure_flush,
         _run_flush,
     ),
-    "sessions": Command("list chat sessions (rename, delete)", _configure_sessions, _run_sessions),
+    "sessions": Command(
+        "list chat sessions (rename, delete, restore, export as Markdown)",
+        _configure_sessions,
+        _run_sessions,
+    ),
     "usage": Command(
         "tokens (and cost, with [prices]) of today and this month per purpose and model",
         _configure_usage,
