@@ -43,9 +43,11 @@ class ActivityPanel(EnginePanel):
 
     @dataclass
     class Loaded(Message, bubble=False):
-        """The log's records, oldest first."""
+        """The log's records, oldest first, and for each whether undo has something to bring
+        back (a forget whose entries are still forgotten)."""
 
         records: list[ActivityRecord]
+        undoable: list[bool]
 
     HELP = """\
 ## Activity
@@ -112,10 +114,14 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         self.activity_log = ActivityLog(engine.workspace.root)
         #: Newest first, as the table shows them.
         self.records: list[ActivityRecord] = []
+        #: For each of :attr:`records`: undo has something to bring back (see
+        #: :meth:`Loaded`); a forget undone since is no longer offered.
+        self.undoable: list[bool] = []
         self._stamp: tuple[int, int] | None = None
         #: The selected call's results (a search or a recall).
         self._results: list[SearchResult] = []
         self._reading = False
+        self._read_again = False
 
     def compose(self) -> ComposeResult:
         yield Static("no agent has used this memory yet", id="activity-summary")
@@ -133,25 +139,40 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         self._poll()
         self.set_interval(POLL_S, self._poll)
 
-    def _poll(self) -> None:
+    def _poll(self, force: bool = False) -> None:
+        """Read the log if it changed (``force``: anyway, as what is forgotten may have)."""
         stamp = self.activity_log.stamp()
-        if stamp != self._stamp and not self._reading:
-            self._stamp = stamp
-            self._reading = True
-            self._read()
+        if stamp == self._stamp and not force:
+            return
+        if self._reading:
+            self._read_again = self._read_again or force
+            return
+        self._stamp = stamp
+        self._reading = True
+        self._read()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _read(self) -> None:
-        self.post_message(self.Loaded(self.activity_log.read(limit=MAX_SHOWN)))
+        records = self.activity_log.read(limit=MAX_SHOWN)
+        forgets = any(is_undoable(record) for record in records)
+        retired = self.engine.store.retired_records() if forgets else []
+        undoable = [is_undoable(r) and bool(retired_by(r, retired)) for r in records]
+        self.post_message(self.Loaded(records, undoable))
 
     @on(Loaded)
     @while_attached
     def _show_records(self, message: Loaded) -> None:
         self._reading = False
+        if self._read_again:
+            self._read_again = False
+            self._poll(force=True)
+        records, undoable = list(reversed(message.records)), list(reversed(message.undoable))
+        if records == self.records and undoable == self.undoable:
+            return  # a memory change that changed nothing here: the table stays as it is
         calls = self.query_one("#activity-calls", DataTable)
         selected = calls.cursor_row if calls.row_count else 0
         known = len(self.records)
-        self.records = list(reversed(message.records))
+        self.records, self.undoable = records, undoable
         calls.clear()
         for index, record in enumerate(self.records):
             time = record.time
@@ -175,12 +196,14 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
             row = selected + len(self.records) - known if selected else 0
             calls.move_cursor(row=max(0, min(row, len(self.records) - 1)))
             self._show_detail(self.records[calls.cursor_row])
+        self.refresh_bindings()
 
     @on(DataTable.RowHighlighted, "#activity-calls")
     def _call_highlighted(self, event: DataTable.RowHighlighted) -> None:
         record = self._record(event.row_key.value)
         if record is not None:
             self._show_detail(record)
+        self.refresh_bindings()  # u is offered on a forget, not on the call now selected
 
     def _record(self, key: str | None) -> ActivityRecord | None:
         if key is None or not key.isdigit() or int(key) >= len(self.records):
@@ -205,8 +228,16 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         for entry in record.entries:
             lines.append(f"\n  {entry}")
         if is_undoable(record):
-            lines.append("\n\npress u to bring it back", style="dim")
+            if self._can_undo(record):
+                lines.append("\n\npress u to bring it back", style="dim")
+            else:
+                lines.append("\n\nbrought back since: nothing left to undo", style="dim")
         detail.update(lines)
+
+    def _can_undo(self, record: ActivityRecord) -> bool:
+        """``record`` is a forget whose entries are still forgotten (as last read)."""
+        index = next((i for i, shown in enumerate(self.records) if shown is record), None)
+        return index is not None and index < len(self.undoable) and self.undoable[index]
 
     def _result_detail(self, result: SearchResult) -> Text:
         text = describe_breakdown(result, injected=False)
@@ -248,15 +279,15 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
         return self.records[calls.cursor_row] if self.records and calls.row_count else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Undo is offered on a forget that retired something."""
+        """Undo is offered on a forget whose entries are still forgotten."""
         if action == "undo_forget":
             record = self.selected()
-            return record is not None and is_undoable(record)
+            return record is not None and self._can_undo(record)
         return True
 
     def action_undo_forget(self) -> None:
         record = self.selected()
-        if record is not None and is_undoable(record):
+        if record is not None and self._can_undo(record):
             self._undo(record)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="undo")
@@ -279,7 +310,9 @@ tab (**Enter** on a result opens its entry). Select a forget and press **u** to 
             "".join(dict.fromkeys(moved)) if moved else (", each where it was" if restored else "")
         )
         self.app.call_from_thread(self.notify, message, title="undo forget", markup=False)
+        self.app.call_from_thread(self._poll, True)  # the forget is undone: say so, offer no u
 
     def index_changed(self, paths: list[str]) -> None:
-        """Memory changed: the log may have too (a write by an agent)."""
-        self._poll()
+        """Memory changed: the log may have too (a write by an agent), and what is forgotten
+        (an undo here or in the History tab, ``memdeck forgotten --restore``)."""
+        self._poll(force=True)
