@@ -51,13 +51,15 @@ def test_daily_log_units_carry_the_date_heading() -> None:
     assert chunks[0].date == date(2026, 11, 20)
 
 
-def test_neighbour_context_is_embedded_but_not_part_of_the_unit() -> None:
+def test_neighbour_context_is_indexed_beside_the_unit_never_embedded_with_it() -> None:
     chunks = chunks_of("- first\n- second\n", path="memory/2026-11-20.md")
     assert chunks[1].text == "- second"
-    assert chunks[1].embed_text == "- first\n- second"
+    assert chunks[1].context == "- first"
+    # the vector is the entry's own: a neighbour's words must not make it look relevant
+    assert chunks[1].embed_text == "- second"
     # MEMORY.md's entries stand alone: a lone preference is not diluted by its neighbour
     facts = chunks_of("- first\n- second\n")
-    assert facts[1].embed_text == "- second"
+    assert facts[1].embed_text == "- second" and facts[1].context == ""
     assert ChunkParams(context_entries=0).fingerprint != ChunkParams().fingerprint
 
 

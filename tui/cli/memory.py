@@ -16,7 +16,7 @@ from .registry import CliError, Command
 if TYPE_CHECKING:  # imported where they are used: a command loads only what it runs
     from ..engine.engine import MemoryEngine
     from ..engine.inject import Injection
-    from ..engine.search_results import SearchResponse
+    from ..engine.search_results import SearchResponse, SearchResult
 
 
 def open_engine(args: argparse.Namespace, *, create: bool = False) -> MemoryEngine:
@@ -183,15 +183,7 @@ def _print_results(response: SearchResponse, engine: MemoryEngine) -> None:
         print("no results")
     for result in response.results:
         b = result.breakdown
-        vector = f"{b.vector:.2f}" if b.vector is not None else "  - "
-        bm25 = f"{b.bm25:.2f}" if b.bm25 is not None else "-"
-        print(
-            f"{result.score:.3f}  {result.location}  vec {vector} · text {b.text:.2f} (bm25 {bm25}) · "
-            f"hybrid {b.hybrid:.2f} · recency {b.recency:.2f} · window {b.time_window:.2f} · "
-            + (f"linked {b.linked:.2f} · " if b.linked > 0 else "")
-            + (f"superseded {b.superseded:.2f} · " if b.superseded < 1 else "")
-            + b.confidence
-        )
+        print(_breakdown_line(result))
         if b.changed_by:
             print(f"    {describe_change(b)}")
         origin = engine.history.origin(result.path, result.start_line, result.end_line)
@@ -200,6 +192,33 @@ def _print_results(response: SearchResponse, engine: MemoryEngine) -> None:
             print(f"    from {origin.who()} · {when} · {origin.commit[:10]}")
         for line in result.text.strip().splitlines()[:4]:
             print(f"    {line}")
+
+
+def _breakdown_line(result: SearchResult) -> str:
+    """``0.576  path#L7-7  vec 0.04 · text 0.64 via L6 (bm25 -0.00) · hybrid 0.22 · neighbour
+    0.58 via L6 · …``: the score and its parts, the one that drives the relevance included
+    (``neighbour`` or ``linked`` when above the hybrid), and the entry a part came through."""
+    from tui.engine.search_results import describe_via
+
+    b = result.breakdown
+    text_via, neighbour_via = describe_via(b, result.path)
+    if text_via.startswith("partly"):
+        text_via += f", own {b.own_text:.2f}"
+    parts = [
+        f"vec {b.vector:.2f}" if b.vector is not None else "vec   - ",
+        " ".join(filter(None, [f"text {b.text:.2f}", text_via]))
+        + f" (bm25 {f'{b.bm25:.2f}' if b.bm25 is not None else '-'})",
+        f"hybrid {b.hybrid:.2f}",
+    ]
+    if b.neighbour > b.hybrid:
+        parts.append(" ".join(filter(None, [f"neighbour {b.neighbour:.2f}", neighbour_via])))
+    parts += [f"recency {b.recency:.2f}", f"window {b.time_window:.2f}"]
+    if b.linked > 0:
+        parts.append(f"linked {b.linked:.2f}")
+    if b.superseded < 1:
+        parts.append(f"superseded {b.superseded:.2f}")
+    parts.append(b.confidence)
+    return f"{result.score:.3f}  {result.location}  " + " · ".join(parts)
 
 
 # -- inject --

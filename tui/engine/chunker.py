@@ -2,8 +2,10 @@
 
 A file is split on headings, then into entries: a bullet with its nested lines, a paragraph, a
 code fence. By default every entry is its own retrievable **unit** (``ChunkParams.units``):
-embedded and full-text indexed with its context (the heading path, whose first level in a daily
-log is its date), pointing at its own lines. An entry longer than ``target_tokens`` word-pieces
+embedded and full-text indexed with its heading path (whose first level in a daily log is its
+date), pointing at its own lines. A daily-log unit is also full-text indexed with the entry
+before it (its ``context``, in a column of its own that bm25 weighs less: the entry that holds
+the words ranks above the one after it), never embedded with it. An entry longer than ``target_tokens`` word-pieces
 is split by lines, and a line longer than that by words. A heading with nothing under it is a
 unit of its own. With ``units=False`` entries are packed into ~``target_tokens`` windows with
 ~16% overlap instead (kept for the benchmarks' comparison).
@@ -33,8 +35,9 @@ class ChunkParams:
     overlap_tokens: int = 32
     #: One unit per entry (True) or entries packed into overlapping windows (False).
     units: bool = True
-    #: Units of daily logs: how many preceding entries of the same section are embedded and
-    #: indexed with a unit (a log is a narrative; MEMORY.md's entries stand alone).
+    #: Units of daily logs: how many preceding entries of the same section are full-text
+    #: indexed with a unit, weighed by ``SearchOptions.context_weight`` (a log is a narrative;
+    #: MEMORY.md's entries stand alone).
     context_entries: int = 1
 
     @property
@@ -56,7 +59,8 @@ class Chunk:
     date: date | None
     confidence: str
     entry_ids: tuple[str, ...] = ()
-    #: Text that is embedded and indexed with the unit but is not part of it (neighbours).
+    #: Text that is full-text indexed with the unit (at a lower weight) but is not part of it,
+    #: nor of its embedding: the entries before it in a daily log.
     context: str = ""
     #: When its entry was written or last changed, as its metadata says (``at=``): what dates
     #: a MEMORY.md entry, which ``date`` leaves evergreen.
@@ -64,19 +68,20 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        """What is embedded and full-text indexed (see :func:`embed_text`)."""
-        return embed_text(self.heading, self.text, self.context)
+        """What is embedded, and full-text indexed as the unit's own words (see
+        :func:`embed_text`); :attr:`context` is indexed beside it."""
+        return embed_text(self.heading, self.text)
 
 
-def embed_text(heading: str, text: str, context: str = "") -> str:
-    """A unit's text with its context in front: the heading path, then any neighbour context.
+def embed_text(heading: str, text: str) -> str:
+    """A unit's text with its heading path in front.
 
     A chunk that starts with its own heading only needs the parent headings in front.
     """
     path = heading
     if text.lstrip().startswith("#"):
         path = " > ".join(heading.split(" > ")[:-1])
-    return "\n".join(part for part in (path, context, text) if part)
+    return "\n".join(part for part in (path, text) if part)
 
 
 @dataclass

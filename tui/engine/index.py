@@ -44,7 +44,7 @@ from .workspace import Workspace, refuse_own_links
 
 __all__ = ["CACHE_MAX_ENTRIES", "ChunkRow", "MemoryIndex", "Progress", "SyncReport"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Default bound of the embedding cache (entries). Entries a current chunk uses are always kept;
 #: beyond them, the least recently used go first (OpenClaw's default, 10,000).
 CACHE_MAX_ENTRIES = 10_000
@@ -430,6 +430,8 @@ class MemoryIndex(ChunkReads, FullTextReads, VectorWrites):
 
     def _insert_chunks(self, conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> list[int]:
         ids = []
+        # An index of schema 3 (one full-text column) is written as it was until it is rebuilt.
+        own_column = any(r[1] == "context" for r in conn.execute("PRAGMA table_info(chunks_fts)"))
         for chunk in chunks:
             cursor = conn.execute(
                 """INSERT INTO chunks(path, start_line, end_line, heading, text, hash, date, confidence, entry_ids, context, written)
@@ -449,10 +451,16 @@ class MemoryIndex(ChunkReads, FullTextReads, VectorWrites):
                 ),
             )
             chunk_id = cursor.lastrowid
-            conn.execute(
-                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)",
-                (chunk_id, fts_body(chunk.embed_text)),
-            )
+            if own_column:
+                conn.execute(
+                    "INSERT INTO chunks_fts(rowid, body, context) VALUES (?, ?, ?)",
+                    (chunk_id, fts_body(chunk.embed_text), fts_body(chunk.context)),
+                )
+            else:
+                conn.execute(
+                    "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)",
+                    (chunk_id, fts_body(f"{chunk.context}\n{chunk.embed_text}")),
+                )
             ids.append(chunk_id)
         return ids
 

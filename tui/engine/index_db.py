@@ -223,7 +223,9 @@ def _schema(dims: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)",
         "CREATE INDEX IF NOT EXISTS chunks_date ON chunks(date) WHERE date IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(embedded) WHERE embedded = 0",
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = '{FTS_TOKENIZER}')",
+        # ``body``: a unit's heading path and own text; ``context``: the entries it is indexed
+        # with (weighed less by bm25, so the entry that holds the words ranks first).
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, context, tokenize = '{FTS_TOKENIZER}')",
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row')",
         f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(embedding float[{dims}] distance_metric=cosine)",
         """CREATE TABLE IF NOT EXISTS embedding_cache (

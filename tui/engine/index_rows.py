@@ -74,6 +74,16 @@ class ChunkReads:
         )
         return {r[0]: _chunk_row(r) for r in rows}
 
+    def contexts(self, ids: Sequence[int]) -> dict[int, str]:
+        """The context each chunk is full-text indexed with (the entries before it in a daily
+        log; "" for none), by id."""
+        if not ids:
+            return {}
+        rows = self._reader().execute(
+            f"SELECT id, context FROM chunks WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+        )
+        return {r[0]: r[1] for r in rows}
+
     def chunk_ids_between(self, start: date, end: date, *, limit: int) -> list[int]:
         """Active chunks of daily logs dated ``start``..``end`` (inclusive), newest first."""
         rows = self._reader().execute(

@@ -51,15 +51,17 @@ class FullTextReads:
         *,
         also: Sequence[int] = (),
         vectors_ran: bool = False,
+        context_weight: float = 1.0,
     ) -> list[tuple[int, float]]:
         """``(chunk id, bm25 rank)`` of the best full-text matches (rank: negative, lower is better).
 
         ``also`` names chunks (vector candidates) whose rank is wanted too if they match at all:
         they come back in the same FTS evaluation, which costs as much as the query itself.
         ``vectors_ran``: the vector side ran for this query (see :func:`build_match_query`).
+        ``context_weight``: what a word of a unit's context (the entry before it) counts for
+        against one of its own text (1).
         """
-        skip_common = vectors_ran and self._term_docs(()) >= SKIP_COMMON_FROM_CHUNKS
-        match = build_match_query(query, self._doc_share, skip_common=skip_common)
+        match = self._match(query, vectors_ran)
         if match is None:
             return []
         order = "rank"
@@ -67,7 +69,8 @@ class FullTextReads:
         if also:
             order = f"rowid IN ({','.join('?' * len(also))}) DESC, rank"
             args.extend(also)
-        sql = f"SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY {order}"
+        weights = f"1.0, {float(context_weight)!r}"
+        sql = f"SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit) + len(also)}"
         try:
@@ -81,6 +84,30 @@ class FullTextReads:
         return [(row[0], row[1]) for row in rows if row[0] in wanted] + [
             (r[0], r[1]) for r in others
         ]
+
+    def fts_columns(
+        self, query: str, ids: Sequence[int], *, vectors_ran: bool = False
+    ) -> dict[int, tuple[float, float]]:
+        """``{chunk id: (bm25 rank of its own words, of its context's)}`` for those of ``ids``
+        that match ``query`` (as :meth:`fts_candidates` matches it; 0.0: nothing matched there):
+        which words made a unit's text score."""
+        match = self._match(query, vectors_ran)
+        if match is None or not ids:
+            return {}
+        sql = (
+            "SELECT rowid, bm25(chunks_fts, 1.0, 0.0), bm25(chunks_fts, 0.0, 1.0) FROM chunks_fts"
+            f" WHERE chunks_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})"
+        )
+        try:
+            rows = self._reader().execute(sql, [match, *ids]).fetchall()
+        except sqlite3.OperationalError:
+            return {}
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def _match(self, query: str, vectors_ran: bool) -> str | None:
+        """The MATCH expression of ``query`` (None: nothing worth searching)."""
+        skip_common = vectors_ran and self._term_docs(()) >= SKIP_COMMON_FROM_CHUNKS
+        return build_match_query(query, self._doc_share, skip_common=skip_common)
 
     def _term_docs(self, term: tuple[str, ...]) -> int:
         """How many chunks match ``term`` (a token or a phrase's tokens; ``()``: all chunks).

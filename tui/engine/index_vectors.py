@@ -86,7 +86,7 @@ class VectorWrites:
         if report.cache_hits >= COMMIT_EVERY:
             release_free_memory()
         missing = reader.execute(
-            """SELECT c.id, c.heading, c.text, c.hash, NULL, c.context FROM chunks c
+            """SELECT c.id, c.heading, c.text, c.hash FROM chunks c
                LEFT JOIN embedding_cache e ON e.model = ? AND e.hash = c.hash
                WHERE c.embedded = 0 AND e.hash IS NULL""",
             (model,),
@@ -96,9 +96,9 @@ class VectorWrites:
         # Embed distinct texts once, in slices so progress is visible and memory stays flat.
         by_hash: dict[str, list[int]] = {}
         texts: dict[str, str] = {}
-        for chunk_id, heading, text, digest, _, context in missing:
+        for chunk_id, heading, text, digest in missing:
             by_hash.setdefault(digest, []).append(chunk_id)
-            texts[digest] = embed_text(heading, text, context)
+            texts[digest] = embed_text(heading, text)
         hashes = sorted(by_hash, key=lambda h: len(texts[h]))
         total = len(hashes)
         done = 0

@@ -35,6 +35,11 @@ class SearchOptions:
     #: A daily-log entry next to a relevant one (same file) is relevant by this share of it:
     #: a log is a narrative, and the answer often sits beside the line that matched.
     neighbour_weight: float = 0.9
+    #: What a word of a daily-log unit's context (the entry before it, indexed with it) counts
+    #: for in the full-text score, against 1 for a word of its own text.
+    #: 0.5 kept LoCoMo's recall (docs/retrieval.md) and ranks the entry that holds the words
+    #: above the one after it.
+    context_weight: float = 0.5
     #: How many entries away from a relevant one the support reaches (each step further lends
     #: ``NEIGHBOUR_FALLOFF`` less).
     neighbour_reach: int = 2

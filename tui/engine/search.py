@@ -30,6 +30,8 @@ from .search_results import SearchResponse as SearchResponse
 from .search_results import SearchResult as SearchResult
 from .search_results import change_note as change_note
 from .search_results import describe_change as describe_change
+from .search_via import NEIGHBOUR_FALLOFF as NEIGHBOUR_FALLOFF
+from .search_via import explain_via, neighbour_support
 from .temporal import TimeIntent, parse_time_intent
 from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
 from .workspace import MEMORY_FILE
@@ -41,8 +43,6 @@ DECAY_FLOOR = 0.5
 RRF_K = 60
 #: A question naming a time also considers up to this many entries dated in that window.
 WINDOW_CANDIDATES = 200
-#: Each entry further from a relevant one is lent this share of what the nearer one got.
-NEIGHBOUR_FALLOFF = 0.8
 #: Dated entries outside the question's window keep this share of their score; undated
 #: (MEMORY.md) entries this one. Days of slack around the window count as inside.
 WINDOW_OUTSIDE = 0.1
@@ -80,13 +80,23 @@ def text_scores(
     ``idf``: the share of the query a match covers (bm25 over the query terms' summed idf),
     so one common word matched scores low and every rare word matched scores near 1.
     """
-    strengths = {i: max(0.0, -rank) for i, rank in ranks.items()}
+    scale = text_scale(ranks, options, query_idf)
+    if scale is None:
+        return {i: bm25_to_unit(rank) for i, rank in ranks.items()}
+    return {
+        i: (min(1.0, max(0.0, -rank) / scale) if scale > 0 else 0.0) for i, rank in ranks.items()
+    }
+
+
+def text_scale(ranks: dict[int, float], options: SearchOptions, query_idf: float) -> float | None:
+    """What :func:`text_scores` divides a bm25 strength by: the query's best match (``max``,
+    at least ``text_floor`` of its idf) or its summed idf; None: :func:`bm25_to_unit`."""
     if options.text_norm == "idf" and query_idf > 0:
-        return {i: min(1.0, v / query_idf) for i, v in strengths.items()}
+        return query_idf
     if options.text_norm == "max":
-        best = max(max(strengths.values(), default=0.0), options.text_floor * query_idf)
-        return {i: (v / best if best > 0 else 0.0) for i, v in strengths.items()}
-    return {i: bm25_to_unit(rank) for i, rank in ranks.items()}
+        best = max((max(0.0, -rank) for rank in ranks.values()), default=0.0)
+        return max(best, options.text_floor * query_idf)
+    return None
 
 
 def rrf_scores(
@@ -139,7 +149,14 @@ def search(
     _fuse(pool, index, text_query, options)
     _lend_relevance(pool, index, text_query, intent, options, now)
     scored = _score_all(pool, query, intent, options, now)
-    response.results = _with_keyword_hits(_select(index, scored, pool, options), query, options)
+    response.results = explain_via(
+        index,
+        _with_keyword_hits(_select(index, scored, pool, options), query, options),
+        text_query,
+        vectors_ran=pool.query_vector is not None,
+        text_scale=pool.text_scale,
+        lenders=pool.lenders,
+    )
     future = sorted(
         {row.path for i, row in pool.rows.items() if i in pool.hybrids and _future(row, now)}
     )
@@ -167,7 +184,11 @@ class _Pool:
     vectors: dict[int, float]
     texts: dict[int, float] = field(default_factory=dict)
     hybrids: dict[int, float] = field(default_factory=dict)
+    #: The divisor of the text scores (see :func:`text_scale`).
+    text_scale: float | None = None
     support: dict[int, float] = field(default_factory=dict)
+    #: Where each entry's ``support`` came from (the lending entry's location).
+    lenders: dict[int, str] = field(default_factory=dict)
     linked: dict[int, float] = field(default_factory=dict)
     #: Entries a newer linked entry changed, each with the entries that changed it.
     superseded: dict[int, set[int]] = field(default_factory=dict)
@@ -206,7 +227,11 @@ def _candidates(
     text_hits = (
         dict(
             index.fts_candidates(
-                text_query, text_limit, also=also, vectors_ran=query_vector is not None
+                text_query,
+                text_limit,
+                also=also,
+                vectors_ran=query_vector is not None,
+                context_weight=options.context_weight,
             )
         )
         if has_content_terms(text_query) or intent.window is None
@@ -236,11 +261,9 @@ def _fuse(pool: _Pool, index: MemoryIndex, text_query: str, options: SearchOptio
     # may be all there is) it is off, and the max-normalised score ignores a zero idf.
     floor = options.text_norm == "max" and options.text_floor and pool.query_vector is not None
     needs_idf = options.text_norm == "idf" or floor
-    pool.texts = text_scores(
-        pool.text_hits,
-        options,
-        index.query_idf(text_query) if needs_idf and pool.text_hits else 0.0,
-    )
+    query_idf = index.query_idf(text_query) if needs_idf and pool.text_hits else 0.0
+    pool.text_scale = text_scale(pool.text_hits, options, query_idf)
+    pool.texts = text_scores(pool.text_hits, options, query_idf)
     pool.vectors = (
         {i: max(0.0, min(1.0, v)) for i, v in pool.vectors.items()}
         if pool.query_vector is not None
@@ -274,7 +297,9 @@ def _lend_relevance(
     entries that came in only that way join the pool."""
     if options.neighbour_weight > 0:
         reach = len(pool.hybrids) if pool.threshold_mode else pool.size
-        pool.support = _neighbour_support(index, pool.rows, pool.hybrids, options, reach)
+        pool.support, pool.lenders = neighbour_support(
+            index, pool.rows, pool.hybrids, options, reach
+        )
         _add_candidates(index, pool, pool.support, options)
     direction = _link_direction(intent, options)
     if direction is not None:
@@ -456,39 +481,6 @@ def _add_candidates(
         pool.hybrids[chunk_id] = (
             hybrid_score(pool.vectors.get(chunk_id), 0.0, options) if pool.vectors else 0.0
         )
-
-
-def _neighbour_support(
-    index: MemoryIndex,
-    rows: dict[int, ChunkRow],
-    hybrids: dict[int, float],
-    options: SearchOptions,
-    top: int,
-) -> dict[int, float]:
-    """Relevance lent to the daily-log entries near the ``top`` best candidates.
-
-    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± k
-    while they sit in the same file: the next one gets ``neighbour_weight`` × its hybrid, each
-    further step ``NEIGHBOUR_FALLOFF`` less, up to ``neighbour_reach`` entries away. Rows of
-    neighbours that were not candidates are added to ``rows``.
-    """
-    reach = max(1, options.neighbour_reach)
-    best = sorted((i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i])[:top]
-    wanted = {i + k * side for i in best for k in range(1, reach + 1) for side in (-1, 1)}
-    missing = [n for n in wanted if n not in rows]
-    rows.update(index.chunks_by_id(missing))
-    support: dict[int, float] = {}
-    for chunk_id in best:
-        path = rows[chunk_id].path
-        for side in (-1, 1):
-            lent = options.neighbour_weight * hybrids[chunk_id]
-            for k in range(1, reach + 1):
-                row = rows.get(chunk_id + side * k)
-                if row is None or row.path != path:
-                    break
-                support[row.id] = max(support.get(row.id, 0.0), lent)
-                lent *= NEIGHBOUR_FALLOFF
-    return support
 
 
 def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:

@@ -18,6 +18,8 @@ class Breakdown:
     """Why a result surfaced."""
 
     bm25: float | None
+    #: The 0..1 text score: the unit's own words, and those of its context (the entry before
+    #: it in a daily log) at ``context_weight``.
     text: float
     vector: float | None
     hybrid: float
@@ -42,6 +44,18 @@ class Breakdown:
     superseded: float = 1.0
     #: Where the newer entry that changed this one is (``path#Lstart-end``), when one did.
     changed_by: str = ""
+    #: The text score of the unit's own words alone (``text`` when its context matched none).
+    text_own: float | None = None
+    #: Where the context entries whose words are part of ``text`` are (``path#Lstart-end``):
+    #: the match came (partly, when ``text_own`` > 0) through the entry before this one.
+    text_via: str = ""
+    #: Where the entry that lent ``neighbour`` is.
+    neighbour_via: str = ""
+
+    @property
+    def own_text(self) -> float:
+        """The text score of the unit's own words (``text`` when not known)."""
+        return self.text if self.text_own is None else self.text_own
 
     @classmethod
     def from_json(cls, data: object) -> Breakdown:
@@ -80,6 +94,9 @@ class Breakdown:
             linked=number("linked", 0.0),
             superseded=number("superseded", 1.0),
             changed_by=str(values.get("changed_by") or ""),
+            text_own=optional("text_own"),
+            text_via=str(values.get("text_via") or ""),
+            neighbour_via=str(values.get("neighbour_via") or ""),
         )
 
 
@@ -157,6 +174,30 @@ class SearchResponse:
             "results": [r.to_json() for r in self.results],
             "notes": self.notes,
         }
+
+
+def short_location(location: str, path: str) -> str:
+    """``location`` (``path#L6-6``) as ``L6`` within ``path``, ``L6-7`` for a range; whole
+    in another file."""
+    file, _, lines = location.partition("#")
+    if file != path or not lines:
+        return location
+    first, _, last = lines.partition("-")
+    return first if last in ("", first[1:]) else f"{first}-{last}"
+
+
+def describe_via(breakdown: Breakdown, path: str) -> tuple[str, str]:
+    """``(text, neighbour)``: what the breakdown says of relevance that came through another
+    entry of ``path``: ``via L6`` (the text match is all in the entry before this one),
+    ``partly via L6``, and ``via L7`` for the entry that lent ``neighbour``; "" where none."""
+    text = ""
+    if breakdown.text_via:
+        where = short_location(breakdown.text_via, path)
+        text = f"partly via {where}" if breakdown.own_text > 0 else f"via {where}"
+    neighbour = ""
+    if breakdown.neighbour_via and breakdown.neighbour > 0:
+        neighbour = f"via {short_location(breakdown.neighbour_via, path)}"
+    return text, neighbour
 
 
 def describe_change(breakdown: Breakdown) -> str:

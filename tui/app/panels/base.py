@@ -17,6 +17,7 @@ from tui.app.panels.origins import Origins, look_up_origins
 from tui.engine.engine import MemoryEngine
 from tui.engine.inject import ALWAYS_INJECTED
 from tui.engine.search import SearchResult, describe_change
+from tui.engine.search_results import describe_via
 from tui.engine.workspace import MEMORY_FILE
 
 
@@ -56,6 +57,9 @@ def describe_breakdown(
     ✓ memory/2026-11-20.md#L3-4  .82
       relevance .82 = max(hybrid .82, near —) · recency 1.00 (decay .95) · window 1.00 · conf medium .90
       hybrid: vector .91 · text .61 (-4.23)
+
+    A part that came through another entry names it: ``near .58 via L6`` (the entry that lent
+    it), ``text .64 (-2.10) via L6`` (the words are in the entry before this one).
     """
     b = result.breakdown
     line = Text()
@@ -65,7 +69,10 @@ def describe_breakdown(
     line.append(f"  {format_score(result.score)}")
     if result.path == MEMORY_FILE:
         line.append(f"  {ALWAYS_INJECTED}", style="italic")
+    text_via, near_via = describe_via(b, result.path)
     near = format_score(b.neighbour) if b.neighbour > b.hybrid else "—"
+    if near_via and b.neighbour > b.hybrid:
+        near += f" {near_via}"
     update = f", linked {format_score(b.linked)}" if b.linked > 0 else ""
     if b.superseded < 1:
         update += f") · superseded {format_score(b.superseded)}"
@@ -79,10 +86,11 @@ def describe_breakdown(
         f" · conf {b.confidence} {format_score(b.confidence_weight)}",
         style="dim",
     )
-    line.append(
-        f"\n  hybrid: vector {format_score(b.vector)} · text {format_text_score(b.text, b.bm25)}",
-        style="dim",
-    )
+    text = format_text_score(b.text, b.bm25)
+    if text_via:
+        own = f", own {format_score(b.own_text)}" if text_via.startswith("partly") else ""
+        text += f" {text_via}{own}"
+    line.append(f"\n  hybrid: vector {format_score(b.vector)} · text {text}", style="dim")
     if b.changed_by:
         line.append(f"\n  {describe_change(b)}", style="yellow")
     return line

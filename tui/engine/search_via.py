@@ -1,0 +1,118 @@
+"""Relevance that comes through another entry of a daily log, and what the breakdown says of it.
+
+A log is a narrative: the answer often sits beside the line that matched, so a relevant entry
+lends its neighbours a share of its relevance (:func:`neighbour_support`), and a unit is
+full-text indexed with the entry before it (its context, weighed ``context_weight``). Either
+way the breakdown names the entry the relevance came through (:func:`explain_via`: ``via L6``),
+so a result that only neighbours the words says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .index import ChunkRow, MemoryIndex
+from .options import SearchOptions
+from .search_results import SearchResult
+
+#: Each entry further from a relevant one is lent this share of what the nearer one got.
+NEIGHBOUR_FALLOFF = 0.8
+
+
+def neighbour_support(
+    index: MemoryIndex,
+    rows: dict[int, ChunkRow],
+    hybrids: dict[int, float],
+    options: SearchOptions,
+    top: int,
+) -> tuple[dict[int, float], dict[int, str]]:
+    """Relevance lent to the daily-log entries near the ``top`` best candidates, and where
+    each entry's support came from (the location of the entry that lent it).
+
+    Entries of one file are stored with consecutive ids, so a unit's neighbours are its id ± k
+    while they sit in the same file: the next one gets ``neighbour_weight`` × its hybrid, each
+    further step ``NEIGHBOUR_FALLOFF`` less, up to ``neighbour_reach`` entries away. Rows of
+    neighbours that were not candidates are added to ``rows``.
+    """
+    reach = max(1, options.neighbour_reach)
+    best = sorted((i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i])[:top]
+    wanted = {i + k * side for i in best for k in range(1, reach + 1) for side in (-1, 1)}
+    missing = [n for n in wanted if n not in rows]
+    rows.update(index.chunks_by_id(missing))
+    support: dict[int, float] = {}
+    lenders: dict[int, str] = {}
+    for chunk_id in best:
+        path = rows[chunk_id].path
+        for side in (-1, 1):
+            lent = options.neighbour_weight * hybrids[chunk_id]
+            for k in range(1, reach + 1):
+                row = rows.get(chunk_id + side * k)
+                if row is None or row.path != path:
+                    break
+                if lent > support.get(row.id, 0.0):
+                    support[row.id] = lent
+                    lenders[row.id] = rows[chunk_id].location
+                lent *= NEIGHBOUR_FALLOFF
+    return support, lenders
+
+
+def explain_via(
+    index: MemoryIndex,
+    results: list[SearchResult],
+    text_query: str,
+    *,
+    vectors_ran: bool,
+    text_scale: float | None,
+    lenders: dict[int, str],
+) -> list[SearchResult]:
+    """``results`` with their breakdown's ``text_own``, ``text_via`` and ``neighbour_via``.
+
+    ``text_scale``: what a bm25 strength is divided by to make the 0..1 text score (None:
+    :func:`~tui.engine.textsearch.bm25_to_unit`); the own words' score is made the same way, so
+    ``text_own`` = ``text`` when the context matched none of the query. An index built before
+    the context had a column of its own tells nothing: its results say nothing of it.
+    """
+    matched = [r.chunk_id for r in results if r.breakdown.bm25 is not None]
+    columns = index.fts_columns(text_query, matched, vectors_ran=vectors_ran)
+    through_context = [i for i, (_, context) in columns.items() if -context > 0]
+    places = _context_places(index, through_context)
+    explained = []
+    for result in results:
+        b = result.breakdown
+        neighbour_via = lenders.get(result.chunk_id, "") if b.neighbour > 0 else ""
+        text_own, text_via = b.own_text, ""
+        if result.chunk_id in columns:
+            text_via = places.get(result.chunk_id, "")
+            own = max(0.0, -columns[result.chunk_id][0])
+            if not text_via:
+                text_own = b.text  # no context matched (or an old index): all its own words
+            elif text_scale is None:
+                text_own = own / (1.0 + own)
+            else:
+                text_own = min(1.0, own / text_scale) if text_scale > 0 else 0.0
+        breakdown = replace(b, text_own=text_own, text_via=text_via, neighbour_via=neighbour_via)
+        explained.append(replace(result, breakdown=breakdown))
+    return explained
+
+
+def _context_places(index: MemoryIndex, ids: list[int]) -> dict[int, str]:
+    """Where the context of each unit of ``ids`` is: the entries just before it in its file
+    whose text it holds (``path#Lfirst-last``)."""
+    contexts = {i: c for i, c in index.contexts(ids).items() if c}
+    before = index.chunks_by_id(
+        sorted({i - k for i, c in contexts.items() for k in range(1, c.count("\n") + 2)})
+    )
+    units = index.chunks_by_id(list(contexts))
+    places: dict[int, str] = {}
+    for chunk_id, context in contexts.items():
+        unit = units.get(chunk_id)
+        if unit is None:
+            continue
+        found: list[ChunkRow] = []
+        while (row := before.get(chunk_id - len(found) - 1)) is not None:
+            if row.path != unit.path or row.text not in context:
+                break
+            found.append(row)
+        if found:
+            places[chunk_id] = f"{unit.path}#L{found[-1].start_line}-{found[0].end_line}"
+    return places
