@@ -414,6 +414,8 @@ class MemdeckApp(App[int]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Every action, for the command palette."""
         for command in super().get_system_commands(screen):
+            if command.title == "Keys":  # Textual's keys panel: "Help" (F1) lists them too
+                continue
             if command.title == "Quit":  # Textual's says "as soon as possible"; ours flushes
                 command = SystemCommand(
                     "Quit",
@@ -481,7 +483,7 @@ class MemdeckApp(App[int]):
             main.action_focus_sessions,
         )
         yield SystemCommand(
-            "Help", "Explain the focused widget and its keys (F1)", self.action_show_help
+            "Help", "Explain the focused widget and list its keys (F1)", self.action_show_help
         )
         if main.chat_pane.busy:
             yield SystemCommand(

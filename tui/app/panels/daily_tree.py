@@ -23,6 +23,7 @@ from textual.widgets.tree import TreeNode
 from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel, format_source
+from tui.app.panels.daily_log_tree import DailyLogTree
 from tui.app.panels.daily_marks import block_at, is_retired_block, mark_retired, retired_lines
 from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
@@ -225,7 +226,7 @@ with its line marked.
         self._shown_check: Timer | None = None  # looks whether the panel is shown again
 
     def compose(self) -> ComposeResult:
-        tree: Tree[_NodeRef] = Tree("memory/", id="daily-tree")
+        tree: Tree[_NodeRef] = DailyLogTree("memory/", id="daily-tree")
         tree.show_root = False
         yield tree
         yield Static("", id="daily-title")

@@ -15,6 +15,7 @@ from textual.widgets import Static, TextArea
 
 from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
+from tui.app.metadata_text import dim_metadata
 from tui.app.panels.base import EnginePanel
 from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
 from tui.engine.engine import EDITOR, MemoryEngine
@@ -82,8 +83,10 @@ class MemoryTextArea(TextArea):
     def get_line(self, line_index: int) -> Text:
         """A line as shown: a control character in it (``ESC``, ``BEL``) as its picture
         (``␛``, ``␇``), one character for one so that the cursor and the selection stay on
-        their characters. The document, and what is saved, keeps the file's bytes."""
-        return Text(control_pictures(self.document.get_line(line_index)), end="", no_wrap=True)
+        their characters, and an entry's metadata comment dimmed. The document, and what is
+        saved, keeps the file's bytes."""
+        line = Text(control_pictures(self.document.get_line(line_index)), end="", no_wrap=True)
+        return dim_metadata(line)  # an entry's <!-- mem … --> comment, dimmed
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "escape":

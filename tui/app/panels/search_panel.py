@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 from tui.app.external_editor import open_entry_in_editor
 from tui.app.latest import Answer, Requests
 from tui.app.messages import OpenEntry, OpenSession, while_attached
+from tui.app.metadata_text import dim_metadata
 from tui.app.panels.base import EnginePanel, describe_breakdown, format_source, formula_markdown
 from tui.app.panels.origins import OriginText, describe_origin, session_of
 from tui.app.panels.result_table import ResultTable
@@ -92,7 +93,7 @@ def render_context(
     for offset, line in enumerate(lines):
         number = first_line + offset
         inside = start_line <= number <= end_line
-        text = Text(line, style="" if inside else "dim")
+        text = dim_metadata(Text(line, style="" if inside else "dim"))
         if inside and pattern is not None:
             text.highlight_regex(pattern, style="bold reverse")
         grid.add_row(

@@ -19,9 +19,12 @@ from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel
 from tui.engine import usage
 from tui.engine.engine import MemoryEngine
+from tui.engine.visible import control_pictures
 
 #: Lines kept in the activity log.
 LOG_LINES = 1000
+#: Files the index skipped named in the summary, at most.
+WARNINGS_SHOWN = 5
 
 #: Model states the app reports through :meth:`StatsPanel.set_model_state`.
 MODEL_STATES = {
@@ -56,6 +59,15 @@ def describe_memory(stats: dict[str, object]) -> str:
         else:
             parts.append("embedding helper stopped while idle")
     return " · ".join(parts)
+
+
+def describe_warnings(warnings: list[str]) -> Text:
+    """The files the index skipped, each with why (``memory/bad.md: skipped, looks binary``),
+    one a line, the first :data:`WARNINGS_SHOWN` of them; a file's name shown as text."""
+    lines = [control_pictures(warning) for warning in warnings[:WARNINGS_SHOWN]]
+    if len(warnings) > WARNINGS_SHOWN:
+        lines.append(f"… and {len(warnings) - WARNINGS_SHOWN:,} more (memdeck stats lists them)")
+    return Text("\n".join(lines), style="yellow")
 
 
 def _count(stats: dict[str, object], key: str) -> int:
@@ -252,7 +264,7 @@ last written and what happened. The log below records trigger and index events a
             )
         warnings = stats.get("warnings")
         if isinstance(warnings, list) and warnings:
-            rows.append(("warnings", Text(f"{len(warnings)} file(s) skipped", style="yellow")))
+            rows.append(("skipped", describe_warnings([str(w) for w in warnings])))
         return rows
 
     def _render_summary(self) -> None:

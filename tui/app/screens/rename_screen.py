@@ -38,6 +38,10 @@ Type the new title and press **Enter**; **Escape** keeps the old one.
         height: 1;
         margin-bottom: 1;
     }
+    RenameScreen #rename-hint {
+        height: 1;
+        color: $text-muted;
+    }
     """
 
     def __init__(self, title: str) -> None:
@@ -48,6 +52,7 @@ Type the new title and press **Enter**; **Escape** keeps the old one.
         with Vertical():
             yield Static("Rename session", id="rename-label")
             yield Input(self.current_title, id="rename-input")
+            yield Static("Enter renames · Escape keeps the old title", id="rename-hint")
 
     @on(Input.Submitted, "#rename-input")
     def _submitted(self, event: Input.Submitted) -> None:
