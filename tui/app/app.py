@@ -425,6 +425,7 @@ class MemdeckApp(App[int]):
             yield command
         if not self.ready:
             return
+        from tui.app.chat_commands import chat_commands
         from tui.app.panels.memory_panels import TABS
 
         main = self.main_screen
@@ -464,6 +465,7 @@ class MemdeckApp(App[int]):
             f"{WHY_HELP} (ctrl+o)",
             main.action_why,
         )
+        yield from chat_commands(main)
         yield SystemCommand(
             "Show workspace path", "Where memory lives on disk (copied)", main.action_show_workspace
         )

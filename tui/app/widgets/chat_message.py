@@ -4,11 +4,16 @@ calls inline, errors and notices, in the order they happened."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from markdown_it import MarkdownIt
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
@@ -64,6 +69,17 @@ def notice_part(text: str) -> Static:
     return Static(Text(text), classes="message-notice")
 
 
+def code_blocks(text: str) -> list[str]:
+    """The code blocks of Markdown ``text`` (fenced or indented), their code only, in order."""
+    tokens = MarkdownIt("commonmark").parse(text)
+    return [token.content for token in tokens if token.type in ("fence", "code_block")]
+
+
+def _lines(text: str) -> str:
+    count = text.count("\n") + (0 if text.endswith("\n") else 1)
+    return f"{count} line{'s' if count != 1 else ''}"
+
+
 class ChatMessage(Vertical):
     """A user or assistant message.
 
@@ -79,7 +95,74 @@ class ChatMessage(Vertical):
 Your messages and the assistant's answers. Answers stream in as Markdown; the assistant's
 memory tool calls appear inline (▶ save_memory ✓ …): focus one and press **Enter** to see
 what it sent and got back. Errors are shown in red and the conversation goes on.
+
+A message is focused by a click, or **shift+tab** from the message box; **Up**/**Down** move
+to the one before or after. On a focused message:
+
+- **c** copies it to the clipboard (an answer as its Markdown), **b** its code blocks, one
+  per press.
+- **r** asks again: your message is sent once more and a new answer replaces this one.
+- **e** edits your message in the message box; **Enter** sends it, **Escape** cancels.
+
+A retry or an edit replaces the messages after it: they stay in the session's transcript
+file (marked superseded), and what they saved to memory stays.
 """
+
+    BINDINGS = [
+        Binding("c", "copy", "copy", id="chat_message.copy", tooltip="Copy this message"),
+        Binding(
+            "b",
+            "copy_code",
+            "code",
+            id="chat_message.copy_code",
+            tooltip="Copy a code block of this message (the next one at each press)",
+        ),
+        Binding(
+            "r",
+            "retry",
+            "retry",
+            id="chat_message.retry",
+            tooltip="Send your message again: a new answer replaces this one and what follows",
+        ),
+        Binding(
+            "e",
+            "edit",
+            "edit",
+            id="chat_message.edit",
+            tooltip="Edit your message and send it again (what follows it is replaced)",
+        ),
+        Binding(
+            "up",
+            "step(-1)",
+            "previous",
+            id="chat_message.previous",
+            tooltip="Focus the message before",
+            show=False,
+        ),
+        Binding(
+            "down",
+            "step(1)",
+            "next",
+            id="chat_message.next",
+            tooltip="Focus the message after",
+            show=False,
+        ),
+    ]
+
+    @dataclass
+    class Rewind(Message):
+        """The user asked to retry (``edit`` False) or edit ``message``."""
+
+        message: ChatMessage
+        edit: bool
+
+    @dataclass
+    class TypedAway(Message):
+        """A key with no meaning here was typed: it belongs in the message box."""
+
+        character: str
+
+    can_focus = True
 
     DEFAULT_CSS = """
     ChatMessage {
@@ -102,6 +185,9 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
     }
     ChatMessage.-assistant > .message-role {
         color: $primary;
+    }
+    ChatMessage:focus {
+        background: $boost;
     }
     ChatMessage > .user-text {
         height: auto;
@@ -137,12 +223,16 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
         *,
         parts: list[Widget] | None = None,
         meta: str = "",
+        message_id: str | None = None,
     ) -> None:
         """``parts`` pre-fill an assistant message (a resumed transcript); ``meta`` is the dim
-        last line (memory injected, tokens)."""
+        last line (memory injected, tokens); ``message_id``: the user message's id in the
+        transcript (set once it is stored)."""
         super().__init__(classes=f"-{role}")
         self.role: Role = role
         self.text = text
+        self.message_id = message_id
+        self._code_turn = 0  # the code block the next copy takes
         self._initial_parts = list(parts or [])
         if role == "assistant" and text and not parts:
             self._initial_parts.append(ChatMarkdown(text))
@@ -325,3 +415,51 @@ what it sent and got back. Errors are shown in red and the conversation goes on.
     async def finish(self) -> None:
         """The turn is over: close the open text segment."""
         await self.close_segment()
+
+    # -- keys on a focused message --
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed here goes to the message box (keys bound here keep their meaning)."""
+        if event.is_printable and event.character and event.key not in self.screen.active_bindings:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.TypedAway(event.character))
+
+    def action_copy(self) -> None:
+        """Copy this message's text (an answer's Markdown) to the clipboard."""
+        if not self.text.strip():
+            self.notify("nothing to copy: this message has no text", severity="warning")
+            return
+        self.app.copy_to_clipboard(self.text)
+        what = "your message" if self.role == "user" else "the answer"
+        self.notify(f"copied {what} ({_lines(self.text)}) to the clipboard", title="copied")
+
+    def action_copy_code(self) -> None:
+        """Copy a code block of this message, the next one at each press."""
+        blocks = code_blocks(self.text)
+        if not blocks:
+            self.notify("this message has no code block: c copies all of it", severity="warning")
+            return
+        turn = self._code_turn % len(blocks)
+        self._code_turn = turn + 1
+        self.app.copy_to_clipboard(blocks[turn])
+        self.notify(
+            f"copied code block {turn + 1} of {len(blocks)} ({_lines(blocks[turn])})",
+            title="copied",
+        )
+
+    def action_retry(self) -> None:
+        """Ask again from this message (see :class:`Rewind`)."""
+        self.post_message(self.Rewind(self, edit=False))
+
+    def action_edit(self) -> None:
+        """Edit this message (an answer: the message it answers) and send it again."""
+        self.post_message(self.Rewind(self, edit=True))
+
+    def action_step(self, step: int) -> None:
+        """Focus the message ``step`` places before or after this one."""
+        siblings = list(self.parent.query_children(ChatMessage)) if self.parent else []
+        position = siblings.index(self) + step if self in siblings else -1
+        if 0 <= position < len(siblings):
+            siblings[position].focus()
+            siblings[position].scroll_visible(animate=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -13,40 +12,26 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Markdown, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from tui.app.messages import WorkbenchMessage
+from tui.app.widgets.chat_folding import TextFolder
 from tui.app.widgets.chat_input import ChatInput
 from tui.app.widgets.chat_message import ChatMessage, notice_part
-from tui.app.widgets.chat_transcript import (
-    describe_turn,
-    draft_size_note,
-    transcript_messages,
-)
+from tui.app.widgets.chat_rewind import Rewinder
+from tui.app.widgets.chat_transcript import draft_size_note, transcript_messages
+from tui.app.widgets.chat_turn import TurnView
+from tui.app.widgets.draft_keeper import DraftKeeper, KeptDrafts
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.setup_explainer import SetupExplainer
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.config import Config
 from tui.chat.context_window import MessageSize
-from tui.chat.events import (
-    Compacted,
-    CompactionFailed,
-    CompactionStarted,
-    InjectionBuilt,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnEnded,
-    TurnError,
-    TurnOpened,
-    Usage,
-)
+from tui.chat.events import TurnEnded, TurnOpened
 from tui.chat.sessions import Transcript
-from tui.engine.inject import InjectionReport
 
 #: What an empty chat says (a model is configured): what to do, and where memory shows.
 FIRST_STEPS = (
@@ -56,13 +41,8 @@ FIRST_STEPS = (
     "press ctrl+f; MEMORY.md (F5) holds long-term facts and is yours to edit.\n\n"
     "F1 or ? (outside a text field) explains what has focus; ctrl+p lists every command."
 )
-#: A folded part whose picture is stale (another width or theme) comes back as Markdown when
-#: it is within this many view heights of the view.
-UNFOLD_VIEWS = 1.0
 #: Seconds between two looks for text to fold or unfold (scrolling looks at once).
 FOLD_INTERVAL = 0.5
-#: Seconds of pictures one look may take (the nearest parts first; the rest at the next look).
-FOLD_BUDGET = 0.02
 #: A draft longer than this (lines or characters) shows its size on the message box's edge.
 LONG_DRAFT_LINES = 10
 LONG_DRAFT_CHARS = 1_000
@@ -72,9 +52,16 @@ DRAFT_COUNT_DELAY = 0.3
 FOLD_DRAFT_KEY = "ctrl+g"
 
 
-class Drafts(Protocol):
+def placeholder(problem: str | None) -> str:
+    """What the empty message box says (with ``problem``: no model configured)."""
+    if problem:
+        return "no model: type to see what memory it would inject"
+    return "message… (Enter sends, ctrl+j new line, ↑ history)"
+
+
+class Drafts(KeptDrafts, Protocol):
     """What the message box asks of the application core about a draft (blocking calls:
-    the pane makes them in a thread)."""
+    the pane makes them in a thread): its size, its head and tail, where it is kept."""
 
     def measure_message(self, text: str) -> MessageSize:
         """``text`` measured against the room the model's context leaves a message."""
@@ -107,16 +94,22 @@ Talk to the assistant. It sees the memory block shown in the **Inject** tab, and
 memory tools (shown inline; **Enter** on one expands it).
 
 - **Enter** sends, **Up**/**Down** recall earlier messages.
-- **Escape** stops an answer that is still streaming.
+- **Escape** stops an answer that is still streaming (or an edit of an earlier message).
+- **shift+tab** focuses the last message: **c** copies it, **r** asks again, **e** edits it
+  (F1 there says more).
 - Scroll up to read: the view stops following new text until you scroll back down.
+
+What is typed and not sent is kept in the workspace: it comes back here when the session is
+opened again, after a quit too.
 """
 
     @dataclass
     class SendRequested(Message):
         """The user sent ``text``: run it as a turn of the open session (a new session when
-        none is open)."""
+        none is open); ``replaces``: the user message it replaces, and all after it."""
 
         text: str
+        replaces: str | None = None
 
     class StopRequested(Message):
         """The user asked to stop the running turn."""
@@ -137,6 +130,14 @@ memory tools (shown inline; **Enter** on one expands it).
             tooltip="Stop the answer that is streaming",
             # The status line says "Escape stops" while answering. In the footer the key would
             # come and go with each turn, and each time Textual rebuilds the whole footer.
+            show=False,
+        ),
+        Binding(
+            "escape",
+            "cancel_edit",
+            "cancel edit",
+            id="chat_pane.cancel_edit",
+            tooltip="Stop editing the earlier message: the draft you had comes back",
             show=False,
         ),
         Binding(
@@ -207,10 +208,10 @@ memory tools (shown inline; **Enter** on one expands it).
         self.last_user_text: str | None = None
         #: Turns ended so far (answered, failed or stopped).
         self.turns_finished = 0
-        # The turn being rendered: its answer, memory report and token usage.
-        self._answer: ChatMessage | None = None
-        self._report: InjectionReport | None = None
-        self._usage: dict[str, int] = {}
+        #: The turn being rendered.
+        self.turn = TurnView(lambda: self.log_view, self._add, self.follow_output)
+        #: Retry and edit of earlier messages.
+        self.rewinder = Rewinder(self)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="chat-log"):
@@ -219,22 +220,29 @@ memory tools (shown inline; **Enter** on one expands it).
             else:
                 yield Static(FIRST_STEPS, id="chat-empty", markup=False)
         yield Static("", id="chat-status")
-        placeholder = (
-            "no model: type to see what memory it would inject"
-            if self.llm_problem
-            else "message… (Enter sends, ctrl+j new line, ↑ history)"
-        )
-        yield ChatInput(placeholder=placeholder, id="chat-input")
+        yield ChatInput(placeholder=placeholder(self.llm_problem), id="chat-input")
 
     def on_mount(self) -> None:
         self._show_status()
-        self._fold_lock = asyncio.Lock()
-        self._settled: dict[Widget, Size] = {}  # finished parts and their size at the last look
+        self._folder = TextFolder()
+        self.draft_keeper = DraftKeeper(self, self.drafts, self.chat_input, self._session)
+        if self.session_id is None:  # (a session opened at start brings its own draft back)
+            self.draft_keeper.session_opened(None, None)
         self.set_interval(FOLD_INTERVAL, self._refold)
         self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
         # Writes are paced and batched: the log follows once the layout shows it overflowing.
         self.watch(self.log_view, "virtual_size", self._laid_out, init=False)
         self.watch(self.app, "theme", self._look_again, init=False)
+
+    def _session(self) -> str | None:
+        return self.session_id
+
+    def on_unmount(self) -> None:
+        self.draft_keeper.closing()
+
+    def watch_session_id(self, left: str | None, opened: str | None) -> None:
+        self.rewinder.cancel_edit()  # the message edited belongs to the session left
+        self.draft_keeper.session_opened(left, opened)
 
     def _scrolled(self) -> None:
         if not self.log_view.is_anchored:  # the user scrolls: bring stale text back at once
@@ -248,67 +256,13 @@ memory tools (shown inline; **Enter** on one expands it).
         self.call_after_refresh(self._refold)
 
     async def _refold(self) -> None:
-        if not self._fold_lock.locked():
+        if not self._folder.busy:
             await self.fold_finished_text()
 
     async def fold_finished_text(self) -> int:
-        """Fold finished answer text into pictures (:class:`FoldedText`), the parts nearest
-        the view first, for at most :data:`FOLD_BUDGET` seconds; unfold a folded part under
-        the mouse, or one near the view (:data:`UNFOLD_VIEWS`) whose picture is stale. How
-        many parts changed."""
-        async with self._fold_lock:
-            return await self._fold_finished_text()
-
-    async def _fold_finished_text(self) -> int:
-        view = self.log_view.region
-        if not view:
-            return 0
-        near_above = view.y - UNFOLD_VIEWS * view.height
-        near_below = view.bottom + UNFOLD_VIEWS * view.height
-        in_use = self._parts_in_use()
-        settled: dict[Widget, Size] = {}
-        swaps: list[tuple[ChatMessage, Widget, Widget]] = []
-        to_fold: list[tuple[int, ChatMessage, Markdown]] = []
-        for message in self.messages:
-            for part in message.text_parts():
-                region = part.region
-                if not region:
-                    continue
-                if isinstance(part, FoldedText):
-                    near = region.bottom > near_above and region.y < near_below
-                    if part in in_use or (part.stale and near):
-                        swaps.append((message, part, part.unfold()))
-                elif (
-                    isinstance(part, Markdown)
-                    and message.finished_part(part)
-                    and part not in in_use
-                ):
-                    # a part is pictured once its size held since the last look: a part
-                    # just finished may not be laid out again yet
-                    size, settled[part] = self._settled.get(part), part.outer_size
-                    if size == part.outer_size:
-                        distance = max(view.y - region.bottom, region.y - view.bottom, 0)
-                        to_fold.append((distance, message, part))
-        self._settled = settled
-        began = time.perf_counter()
-        for _distance, message, part in sorted(to_fold, key=lambda item: item[0]):
-            if time.perf_counter() - began > FOLD_BUDGET:
-                break
-            swaps.append((message, part, FoldedText.of(part)))
-        if swaps:
-            with self.app.batch_update():
-                for message, old, new in swaps:
-                    await message.swap_part(old, new)
-        return len(swaps)
-
-    def _parts_in_use(self) -> set[Widget]:
-        """The widgets (and their ancestors) under the mouse, focused or holding a selection:
-        a part among them stays (or comes back) unfolded."""
-        screen = self.screen
-        used = [self.app.mouse_over, screen.focused, *getattr(screen, "selections", {})]
-        return {
-            node for widget in used if widget is not None for node in widget.ancestors_with_self
-        }
+        """Fold finished answer text into pictures, unfold what is in use or stale near the
+        view (see :class:`~tui.app.widgets.chat_folding.TextFolder`); how many parts changed."""
+        return await self._folder.fold(self.log_view, self.messages)
 
     @property
     def log_view(self) -> VerticalScroll:
@@ -359,6 +313,7 @@ memory tools (shown inline; **Enter** on one expands it).
             users = [m.content for m in transcript.messages if m.role == "user" and not m.silent]
         self.last_user_text = users[-1] if users else None
         self.chat_input.set_history(users)
+        self.rewinder.cancel_edit()
         await log.remove_children(".chat-item")
         if transcript is not None:
             widgets, hidden = transcript_messages(transcript)
@@ -387,6 +342,7 @@ memory tools (shown inline; **Enter** on one expands it).
 
     @on(TextArea.Changed, "#chat-input")
     def _draft_changed(self) -> None:
+        self.draft_keeper.changed()
         box = self.chat_input
         lines, chars = box.document.line_count, len(box.text)
         if lines <= LONG_DRAFT_LINES and chars <= LONG_DRAFT_CHARS:
@@ -445,8 +401,9 @@ memory tools (shown inline; **Enter** on one expands it).
 
     def _send_draft(self, text: str) -> None:
         self.chat_input.remember(text)
+        replaces = self.rewinder.finish_edit()
         self.chat_input.clear()
-        self.send(text)
+        self.send(text, replaces=replaces)
 
     @work(group="send_size", exclusive=True, exit_on_error=False)
     async def _send_if_it_fits(self, text: str) -> None:
@@ -472,12 +429,12 @@ memory tools (shown inline; **Enter** on one expands it).
             self.notify(advice, severity="warning")
         return self.busy
 
-    def send(self, text: str) -> None:
-        """Send ``text`` as the user's next message (:class:`SendRequested`): busy until the
-        turn's end is rendered."""
+    def send(self, text: str, *, replaces: str | None = None) -> None:
+        """Send ``text`` as the user's next message (:class:`SendRequested`), in place of user
+        message ``replaces`` and all after it: busy until the turn's end is rendered."""
         self.busy = True
         self.last_user_text = text
-        self.post_message(self.SendRequested(text))
+        self.post_message(self.SendRequested(text, replaces))
 
     def action_stop(self) -> None:
         """Stop the running turn (what was streamed stays; the transcript keeps the message)."""
@@ -487,12 +444,63 @@ memory tools (shown inline; **Enter** on one expands it).
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":
             return self.busy
+        if action == "cancel_edit":
+            return self.rewinder.editing is not None
         return True
+
+    def action_cancel_edit(self) -> None:
+        """Stop editing an earlier message (the draft the box held comes back)."""
+        self.rewinder.cancel_edit()
+
+    # -- retry, edit, copy --
+
+    @on(ChatMessage.Rewind)
+    def _rewind(self, event: ChatMessage.Rewind) -> None:
+        event.stop()
+        self.rewinder.rewind(event.message, edit=event.edit)
+
+    @on(ChatMessage.TypedAway)
+    def _typed_away(self, event: ChatMessage.TypedAway) -> None:
+        event.stop()
+        self.focus_input()
+        self.type_into_input(event.character)
+
+    def retry_last(self) -> None:
+        """Ask again for the last answer (also after an error)."""
+        self.rewinder.rewind(None, edit=False)
+
+    def edit_last(self) -> None:
+        """Edit the last message sent, in the message box."""
+        self.rewinder.rewind(None, edit=True)
+
+    def copy_last(self) -> None:
+        """Copy the last answer to the clipboard."""
+        answers = [m for m in self.messages if m.role == "assistant" and m.text.strip()]
+        if answers:
+            answers[-1].action_copy()
+        else:
+            self.notify("no answer to copy yet", severity="warning")
 
     def watch_model(self) -> None:
         self._show_status()
 
-    watch_llm_problem = watch_model
+    async def watch_llm_problem(self, problem: str | None) -> None:
+        """A reloaded config made chat work (or stop working): the setup explainer, the
+        first steps, the status line and the box's placeholder follow."""
+        self._show_status()
+        self.chat_input.placeholder = placeholder(problem)
+        log = self.log_view
+        explainer = log.query_children("#setup-explainer")
+        if problem is None:
+            await explainer.remove()
+            if not log.query_children("#chat-empty"):
+                hint = Static(FIRST_STEPS, id="chat-empty", markup=False)
+                hint.display = not self.messages
+                await log.mount(hint, before=0)
+        elif not explainer:
+            await log.query_children("#chat-empty").remove()
+            setup = SetupExplainer(self._config, self.config_file, id="setup-explainer")
+            await log.mount(setup, before=0)
 
     def watch_busy(self) -> None:
         self._show_status()
@@ -528,67 +536,16 @@ memory tools (shown inline; **Enter** on one expands it).
     async def _turn_event(self, message: WorkbenchMessage) -> None:
         event = message.event
         if isinstance(event, TurnOpened):
-            await self._open_turn(event.text)
+            await self.turn.open(event.text)
         elif isinstance(event, TurnEnded):
-            await self._end_turn(event)
-        elif self._answer is not None:
-            await self._show_event(self._answer, event)
-
-    async def _open_turn(self, text: str) -> None:
-        """The user's message and an empty answer (sending follows the output again)."""
-        self._report, self._usage = None, {"prompt": 0, "completion": 0}
-        if self.log_view.is_anchored:
-            self.log_view.scroll_end(animate=False, immediate=True)
-        await self._add(ChatMessage("user", text))
-        answer = ChatMessage("assistant")
-        await self._add(answer)
-        self._answer = answer
-
-    async def _show_event(self, answer: ChatMessage, event: object) -> None:
-        if isinstance(event, TextDelta):
-            await answer.append_text(event.text)
-            self.follow_output()
-        elif isinstance(event, InjectionBuilt):
-            self._report = event.report
-        elif isinstance(event, ToolCallStarted):
-            await answer.add_tool_call(
-                event.call_id,
-                event.name,
-                event.arguments,
-                raw_arguments=event.raw_arguments,
-                silent=event.silent,
-            )
-        elif isinstance(event, ToolCallFinished):
-            answer.finish_tool_call(event.call_id, event.result, event.ok)
-        elif isinstance(event, Usage):
-            self._usage["prompt"] += event.prompt_tokens
-            self._usage["completion"] += event.completion_tokens
-        elif isinstance(event, TurnError):
-            await answer.add_error(event.kind, event.message)
-        elif isinstance(event, CompactionStarted):
-            await answer.add_notice(
-                f"(compacting: ~{event.estimated_tokens:,} of {event.limit:,} tokens)"
-            )
-        elif isinstance(event, Compacted):
-            await answer.add_notice(
-                f"(compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens)"
-            )
-        elif isinstance(event, CompactionFailed):
-            await answer.add_notice(f"(compaction skipped: {event.message})")
-
-    async def _end_turn(self, event: TurnEnded) -> None:
-        answer, self._answer = self._answer, None
-        try:
-            if answer is not None:
-                if event.ending == "completed":
-                    answer.set_meta(describe_turn(self._report, self._usage))
-                elif event.ending == "stopped":
-                    await answer.add_notice("(stopped)")
-                await answer.finish()
-        finally:
-            self.busy = False
-            self.turns_finished += 1
-            self.post_message(self.TurnFinished(event.session_id, event.text))
+            try:
+                await self.turn.end(event)
+            finally:
+                self.busy = False
+                self.turns_finished += 1
+                self.post_message(self.TurnFinished(event.session_id, event.text))
+        else:
+            await self.turn.show(event)
 
     @property
     def tool_calls(self) -> list[ToolCallView]:

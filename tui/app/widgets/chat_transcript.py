@@ -9,7 +9,15 @@ from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.chat_message import ChatMessage, error_part, notice_part
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.context_window import MessageSize
-from tui.chat.sessions import Compaction, ErrorRecord, ToolCall, Transcript, TurnInjection
+from tui.chat.export import replaced_words
+from tui.chat.sessions import (
+    Compaction,
+    ErrorRecord,
+    Superseded,
+    ToolCall,
+    Transcript,
+    TurnInjection,
+)
 from tui.chat.sessions import Message as TranscriptMessage
 from tui.engine.inject import InjectionReport
 
@@ -41,8 +49,9 @@ def describe_turn(report: InjectionReport | None, usage: dict[str, int]) -> str:
 def transcript_messages(
     transcript: Transcript, limit: int = MAX_SHOWN_MESSAGES
 ) -> tuple[list[ChatMessage], int]:
-    """The transcript as chat widgets (tool calls with their results, errors, compactions),
-    the last ``limit`` of them, and how many earlier ones were left out."""
+    """The transcript as chat widgets (tool calls with their results, errors, compactions; an
+    answer that replaced earlier messages says so first), the last ``limit`` of them, and how
+    many earlier ones were left out."""
     silent_ids = {m.id for m in transcript.messages if m.silent}
     messages: list[ChatMessage] = []
     parts: list[Widget] | None = None
@@ -58,10 +67,13 @@ def transcript_messages(
         texts.clear()
         meta = ""
 
+    replaced: list[Widget] = []  # the line saying what the next answer replaced
+
     def answer_parts() -> list[Widget]:
         nonlocal parts
         if parts is None:
-            parts = []
+            parts = [*replaced]
+            replaced.clear()
         return parts
 
     for item in transcript.timeline:
@@ -70,7 +82,7 @@ def transcript_messages(
                 continue
             if item.role == "user":
                 close_answer()
-                messages.append(ChatMessage("user", item.content))
+                messages.append(ChatMessage("user", item.content, message_id=item.id))
             elif item.role == "assistant":
                 current = answer_parts()
                 if item.content:
@@ -91,6 +103,10 @@ def transcript_messages(
         elif isinstance(item, TurnInjection):
             if item.report:
                 meta = describe_turn(InjectionReport.from_json(item.report), {})
+        elif isinstance(item, ErrorRecord) and item.silent:  # as the turn showed it
+            answer_parts().append(
+                notice_part(f"(compaction skipped: memory flush turn: {item.message})")
+            )
         elif isinstance(item, ErrorRecord):
             answer_parts().append(error_part(item.kind, item.message))
         elif isinstance(item, Compaction):
@@ -100,6 +116,8 @@ def transcript_messages(
                     f"(compacted: {dropped} earlier messages are now a summary for the model)"
                 )
             )
+        elif isinstance(item, Superseded):
+            replaced[:] = [notice_part(f"({replaced_words(item)})")]
     close_answer()
     hidden = max(0, len(messages) - limit)
     return messages[hidden:], hidden

@@ -422,13 +422,13 @@ class Desk(Horizontal):
         if self.active_session is None:
             self.new_session(message.text)
         else:
-            self._run_turn(message.text)
+            self._run_turn(message.text, message.replaces)
 
     @work(group="turn", exclusive=True, exit_on_error=False)
-    async def _run_turn(self, text: str) -> None:
+    async def _run_turn(self, text: str, replaces: str | None = None) -> None:
         """The workbench runs the turn; its events reach the chat pane by the stream."""
         try:
-            await self.workbench.run_turn(text)
+            await self.workbench.run_turn(text, replaces=replaces)
         except Exception:  # before the turn opened (none open, one running): nothing to wait for
             self.chat_pane.busy = False
             raise
