@@ -80,9 +80,11 @@ def test_ask_with_the_server_down_keeps_no_orphan_session(tmp_path: Path) -> Non
 
     assert asked.returncode == 1
     assert "cannot connect" in asked.stderr or "connection" in asked.stderr
-    assert "nothing was answered" in asked.stderr and "removed" in asked.stderr
+    assert "nothing was answered" in asked.stderr and "moved to the trash" in asked.stderr
     listed = run_memdeck(["--workspace", workspace, "sessions", "--json"], env)
     assert listed.returncode == 0 and listed.stdout == ""
+    (trashed,) = SessionStore(Workspace.open(Path(workspace))).trashed()  # nothing destroyed
+    assert "hello?" in trashed.read_text(encoding="utf-8")
 
     # a session the user named is theirs: it stays, with the question in it
     store = SessionStore(Workspace.open(Path(workspace)))
@@ -90,7 +92,7 @@ def test_ask_with_the_server_down_keeps_no_orphan_session(tmp_path: Path) -> Non
     again = run_memdeck(
         ["--workspace", workspace, "ask", "--bm25", "--session", session, "hello?"], env
     )
-    assert again.returncode == 1 and "removed" not in again.stderr
+    assert again.returncode == 1 and "trash" not in again.stderr
     listed = run_memdeck(["--workspace", workspace, "sessions", "--json"], env)
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [(r["id"], r["message_count"]) for r in rows] == [(session, 1)]

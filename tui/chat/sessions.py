@@ -260,16 +260,13 @@ class SessionStore:
         self.append(session_id, line)
         return line
 
-    def discard_unanswered(self, session_id: str) -> bool:
-        """Remove the transcript of ``session_id`` if nothing in it was answered (no
-        assistant message: a first question that failed); True if it was removed."""
-        path = self._require(session_id)
+    def discard_unanswered(self, session_id: str) -> Path | None:
+        """Move ``session_id`` to the trash if nothing in it was answered (no assistant
+        message: a first question that failed); where it went (:meth:`restore` brings it
+        back), or None when it was kept."""
         if any(m.role == "assistant" for m in self.load(session_id).messages):
-            return False
-        path.unlink()
-        with self._cache_lock:
-            self._cache.pop(session_id, None)
-        return True
+            return None
+        return self.delete(session_id, force=True)[0]
 
     def rename(self, session_id: str, title: str) -> SessionInfo:
         """Give the session a title (a new ``session`` line; the old ones stay)."""

@@ -227,10 +227,11 @@ def _run_ask(args: argparse.Namespace) -> int:
         if args.allow_forget:
             engine.confirm_forget = _allow_forget
         status = asyncio.run(_stream_turn(workbench, question))
+        # a session holding only a question nobody answered is no conversation to list
         if status and not args.session and engine.sessions.discard_unanswered(session_id):
-            # a session holding only a question nobody answered is no conversation to keep
             print(
-                f"memdeck: nothing was answered: session {session_id} removed (ask again)",
+                f"memdeck: nothing was answered: session {session_id} moved to the trash "
+                f"(`memdeck sessions --restore {session_id}` brings it back)",
                 file=sys.stderr,
             )
             return status
