@@ -64,7 +64,7 @@ async def test_r_on_a_failed_answer_asks_again_and_a_restart_shows_the_same(
             ("assistant", "Lisbon, in March."),
         ]
         shown = lines_of(pane.messages[1], ".message-notice")
-        assert shown == ["(1 earlier message replaced by a retry: kept in the transcript file)"]
+        assert shown == ["(asked again: the earlier attempt stays in the transcript file)"]
         assert not pane.messages[1].query(".message-error")
         users = [m for m in server.chat_requests[-1].messages if m["role"] == "user"]
         assert [m["content"] for m in users] == ["where am I going?"]
@@ -115,7 +115,7 @@ async def test_e_edits_an_earlier_message_and_says_what_it_replaces(
             ("assistant", "Green tea, noted."),
         ]
         assert lines_of(pane.messages[3], ".message-notice") == [
-            "(2 earlier messages replaced by an edit: kept in the transcript file)"
+            "(edited and sent again: 2 earlier messages replaced, kept in the transcript file)"
         ]
         users = [m["content"] for m in server.chat_requests[-1].messages if m["role"] == "user"]
         assert users == ["I drink coffee", "I drink green tea"]

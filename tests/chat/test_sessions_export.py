@@ -53,7 +53,7 @@ def test_a_session_exports_as_markdown_text(tmp_path: Path) -> None:
     assert "```sh\necho `date`\n```" in text  # the model's Markdown, as written
     assert "\x1b" not in text and "␛]2;pwned␇done" in text  # a control is shown, not sent
     assert "cannot connect" not in text  # superseded by the retry
-    assert "(1 earlier message replaced by a retry: kept in the transcript file)" in text
+    assert "(asked again: the earlier attempt stays in the transcript file)" in text
 
     output = tmp_path / "out" / "garden.md"
     output.parent.mkdir()

@@ -116,9 +116,15 @@ def _blocks(transcript: Transcript) -> Iterator[str]:
 def replaced_words(line: Superseded) -> str:
     """What a ``supersede`` line says where it replaced messages (the app and the export)."""
     count = line.replaced
-    what = "a retry" if line.reason == "retry" else "an edit"
-    messages = f"{count} earlier message{'s' if count != 1 else ''}"
-    return f"{messages} replaced by {what}: kept in the transcript file"
+    if line.reason == "edit":
+        replaced = f"{count} earlier message{'s' if count != 1 else ''}"
+        return f"edited and sent again: {replaced} replaced, kept in the transcript file"
+    after = count - 1  # the question itself is asked again
+    if after <= 0:
+        return "asked again: the earlier attempt stays in the transcript file"
+    if after == 1:
+        return "asked again: the earlier answer is replaced, kept in the transcript file"
+    return f"asked again: the {after} messages after it are replaced, kept in the transcript file"
 
 
 def session_markdown(transcript: Transcript, *, now: datetime | None = None) -> str:

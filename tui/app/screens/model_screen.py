@@ -97,7 +97,7 @@ Reloading the config brings the configured model back.
         names = [option.id for option in listing.options]
         if choices.current in names:
             listing.highlighted = names.index(choices.current)
-        note = f"Switch model (now {choices.current or 'none'}): Enter chooses, Escape keeps it"
+        note = f"Switch model (now {choices.current or 'none'}) · Enter chooses · Esc keeps it"
         if choices.problem:
             note += f"\nthe server's models could not be listed: {choices.problem}"
         self.query_one("#model-note", Static).update(Text(note))

@@ -116,6 +116,7 @@ file (marked superseded), and what they saved to memory stays.
             "code",
             id="chat_message.copy_code",
             tooltip="Copy a code block of this message (the next one at each press)",
+            show=False,  # the footer fits 80 columns with c and r; F1 lists all four
         ),
         Binding(
             "r",
@@ -130,6 +131,7 @@ file (marked superseded), and what they saved to memory stays.
             "edit",
             id="chat_message.edit",
             tooltip="Edit your message and send it again (what follows it is replaced)",
+            show=False,
         ),
         Binding(
             "up",

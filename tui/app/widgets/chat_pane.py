@@ -41,6 +41,8 @@ FIRST_STEPS = (
     "press ctrl+f; MEMORY.md (F5) holds long-term facts and is yours to edit.\n\n"
     "F1 or ? (outside a text field) explains what has focus; ctrl+p lists every command."
 )
+#: What the status line says while a message has the focus.
+MESSAGE_KEYS = "c copy · b code · r ask again · e edit and resend · ↑↓ move · F1 more"
 #: Seconds between two looks for text to fold or unfold (scrolling looks at once).
 FOLD_INTERVAL = 0.5
 #: A draft longer than this (lines or characters) shows its size on the message box's edge.
@@ -515,10 +517,17 @@ opened again, after a quit too.
             return
         if self.busy:
             status.update(Text("answering… (Escape stops)", style="italic"))
+        elif isinstance(self.screen.focused, ChatMessage):
+            status.update(Text(MESSAGE_KEYS, style="italic"))
         elif self.llm_problem:
             status.update(Text("memory only: no model configured", style="italic"))
         else:
             status.update(Text(self.model, style="dim"))
+
+    def on_descendant_focus(self) -> None:
+        self._show_status()  # a focused message: its keys on the status line
+
+    on_descendant_blur = on_descendant_focus
 
     def _show_first_steps(self, show: bool) -> None:
         for hint in self.query("#chat-empty"):

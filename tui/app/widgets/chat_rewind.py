@@ -93,10 +93,15 @@ class Rewinder:
         box.move_cursor(box.document.end)
         box.border_title = Content("editing · Enter resends · Esc cancels")
         box.focus()
-        more = f" and the {later} message{'s' if later != 1 else ''} after it" if later else ""
+        if later:
+            fate = (
+                f"a new answer replaces its answer and the {later} message"
+                f"{'s' if later != 1 else ''} after it ({KEPT})"
+            )
+        else:
+            fate = "a new answer replaces its answer, which stays in the transcript file"
         self._pane.notify(
-            f"Enter sends your edited message in its place: a new answer replaces its "
-            f"answer{more} ({KEPT}). Escape cancels.",
+            f"Enter sends your edited message in its place: {fate}. Escape cancels.",
             title="editing an earlier message",
             timeout=8,
         )
