@@ -263,3 +263,32 @@ async def test_a_resumed_session_shows_a_failed_memory_flush_turn_as_the_turn_di
             "(compaction skipped: memory flush turn: could not connect)"
         ]
 
+
+
+async def test_a_focused_message_keeps_palette_and_quit_in_the_footer_at_80_columns(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    from textual.widgets._footer import FooterKey
+
+    server.enqueue("Noted.")
+    app = build_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        pane = app.main_screen.chat_pane
+        await send(pilot, "plan the garden")
+        await pilot.press("shift+tab")
+        assert isinstance(app.focused, ChatMessage)
+
+        def visible() -> dict[str, str]:
+            return {
+                key.key: key.description
+                for key in app.screen.query(FooterKey)
+                if key.region.right <= 80 and key.region.width
+            }
+
+        await wait_until(pilot, lambda: "c" in visible(), "the message's keys in the footer")
+        shown = visible()
+        assert shown["c"] == "copy" and shown["r"] == "retry"
+        assert shown["ctrl+p"] == "palette" and shown["ctrl+q"] == "quit"
+        status = text_of(pane.query_one("#chat-status", Static))
+        assert "e edit and resend" in status and "b code" in status  # the others, said here
