@@ -171,6 +171,32 @@ async def test_several_outside_writes_make_one_question_showing_the_newest(
         assert memory.workspace.memory_file.read_text() == mine + "\n"
 
 
+async def test_keep_both_follows_the_newest_version_on_disk(memory: MemoryEngine) -> None:
+    app = PanelHost(lambda: MemoryEditor(memory))
+    async with app.run_test(size=(100, 30)) as pilot:
+        editor = app.query_one(MemoryEditor)
+        await wait_until(pilot, lambda: editor.base is not None, "MEMORY.md loaded")
+        row = MEMORY.splitlines().index("- Has a dog called Max who loves the park")
+        column = MEMORY.splitlines()[row].index("Max")
+        editor.text_area.replace("Rex", (row, column), (row, column + 3))
+        atomic_write_text(memory.workspace.memory_file, MEMORY + "- Another line\n")
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: asking(app), "the question")
+        assert app.screen.query("#conflict-both")  # different lines: they merge
+        atomic_write_text(memory.workspace.memory_file, MEMORY.replace("Max", "Bella"))
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: not app.screen.query("#conflict-both"), "no Keep both")
+        question = text_of(app.screen.query_one("#conflict-question", Static))
+        assert "Which version do you want to keep?" in question
+        # ...and back, when the newest version merges again.
+        atomic_write_text(memory.workspace.memory_file, MEMORY + "- Third version\n")
+        editor.file_changed_on_disk()
+        await wait_until(pilot, lambda: bool(app.screen.query("#conflict-both")), "Keep both")
+        await pilot.click("#conflict-both")
+        await wait_until(pilot, lambda: not questions(app), "the answer")
+        assert editor.text_area.text == MEMORY.replace("Max", "Rex") + "- Third version\n"
+
+
 def test_the_question_says_how_the_two_sides_merge() -> None:
     base = MEMORY
     both_appended = describe_merge(base, base + "- Mine\n", base + "- Theirs\n")

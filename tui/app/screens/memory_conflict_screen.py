@@ -154,11 +154,14 @@ If the file changes again while this is open, the question shows the newest vers
                 yield DiffView(self._diff(), id="conflict-diff")
             with Horizontal(id="conflict-buttons"):
                 yield Button("Show diff", id="conflict-diff-button")
-                both = Button("Keep both", id="conflict-both", variant="success")
-                both.display = self.can_keep_both
-                yield both
+                if self.can_keep_both:
+                    yield self._keep_both_button()
                 yield Button(wording.theirs, id="conflict-theirs", variant="warning")
                 yield Button(wording.mine, id="conflict-mine", variant="primary")
+
+    @staticmethod
+    def _keep_both_button() -> Button:
+        return Button("Keep both", id="conflict-both", variant="success")
 
     def _question(self) -> Text:
         wording = self.wording
@@ -196,10 +199,14 @@ If the file changes again while this is open, the question shows the newest vers
             return  # composed with these
         self.query_one("#conflict-question", Static).update(self._question())
         self.query_one("#conflict-diff", DiffView).update(render_diff(self._diff()))
-        both = self.query_one("#conflict-both", Button)
-        if both.has_focus and not can_keep_both:
-            self.query_one("#conflict-diff-button", Button).focus()
-        both.display = can_keep_both
+        offered = self.query("#conflict-both")
+        if can_keep_both and not offered:
+            buttons = self.query_one("#conflict-buttons")
+            buttons.mount(self._keep_both_button(), before="#conflict-theirs")
+        elif offered and not can_keep_both:
+            if offered.first().has_focus:
+                self.query_one("#conflict-diff-button", Button).focus()
+            offered.remove()
 
     def on_mount(self) -> None:
         # Enter on the focused button must destroy nothing: it shows the diff.
