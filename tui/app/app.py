@@ -50,6 +50,7 @@ from tui.engine.visible import visible_text
 if TYPE_CHECKING:
     from tui.app.panels.memory_editor import MemoryEditor
     from tui.chat.chat import ChatEngine
+    from tui.chat.events import TriggerEvent
     from tui.engine.engine import MemoryEngine
 
 #: Longest wait for the quit flush before the app closes anyway.
@@ -183,6 +184,8 @@ class MemdeckApp(App[int]):
         )
         #: Set once the quit flush finished (or there was none to wait for).
         self.quit_flush_done = False
+        #: What the quit flush did, per session (said on stderr if it wrote nothing).
+        self.quit_flush_events: list[TriggerEvent] = []
         self._quitting = False
         self._signals_handled: list[int] = []
         self._switch_interval = sys.getswitchinterval()
@@ -441,6 +444,11 @@ class MemdeckApp(App[int]):
             main.action_delete_session,
         )
         yield SystemCommand(
+            "Deleted sessions",
+            "The session trash: restore a deleted session (t in the session list)",
+            main.action_show_trash,
+        )
+        yield SystemCommand(
             "Flush memory now",
             "Summarise the open session into today's daily log (ctrl+f)",
             main.action_flush,
@@ -459,6 +467,11 @@ class MemdeckApp(App[int]):
             "Consolidate memory",
             "Fold recent daily logs into MEMORY.md: the model proposes, you review the diff",
             main.action_consolidate,
+        )
+        yield SystemCommand(
+            "Forgotten memories",
+            "Forgotten and superseded memories: restore one where it was (f in Daily)",
+            main.action_show_forgotten,
         )
         yield SystemCommand(
             "Why did this surface?",
@@ -532,7 +545,7 @@ class MemdeckApp(App[int]):
 
     @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
     def _quit_flush(self) -> None:
-        self.main_screen.workbench.quit_flush()
+        self.quit_flush_events = self.main_screen.workbench.quit_flush()
         if self.config.history.sync_on_quit and self.config.history.remote.strip():
             sync_with_remote(self.engine.memory, self.config.history.remote)  # within the wait
         self.post_message(self.QuitFlushFinished())

@@ -45,6 +45,10 @@ def run_app(args: argparse.Namespace) -> int:
             "(ctrl+c abandons it; it is picked up again at the next start)",
             file=sys.stderr,
         )
+    from tui.app.quit_report import quit_flush_problems
+
+    for line in quit_flush_problems(app.quit_flush_events):
+        print(visible_text(line), file=sys.stderr)
     return app.return_code or 0
 
 

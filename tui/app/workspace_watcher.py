@@ -14,6 +14,10 @@ whole workspace is re-synced). The sync runs in a thread, through
 only if the files were ahead of the index, so the app's own writes, which re-indexed their
 files already, are not announced again. A failure goes to the ``on_failure`` callback as a
 :class:`~tui.app.messages.MemoryChanged` with its ``error`` set.
+
+Transcripts (``sessions/*.jsonl``) are watched too, for the session list: a batch that
+touched one calls ``on_sessions`` (``memdeck ask``, ``memdeck sessions --restore``, a flush
+from the shell change them while the app is open). They are never indexed.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from watchfiles import Change, awatch
 
 from tui.app.messages import MemoryChanged
 from tui.engine.engine import OUTSIDE, MemoryEngine
-from tui.engine.workspace import MEMORY_DIR, MEMORY_FILE, Workspace
+from tui.engine.workspace import MEMORY_DIR, MEMORY_FILE, SESSIONS_DIR, Workspace
 
 #: Who changed the files, for the activity log.
 SOURCE = OUTSIDE
@@ -61,6 +65,19 @@ def is_watched(rel_path: str) -> bool:
         return False
     parts = rel_path.split("/")
     return not any(part.startswith(".") for part in parts) and not is_temp_name(parts[-1])
+
+
+def is_session_file(rel_path: str) -> bool:
+    """Is ``rel_path`` (workspace-relative) a session's transcript, ``sessions/<id>.jsonl``?
+    (Not one in the trash, nor a hidden or temp file.)"""
+    folder, _, name = rel_path.partition("/")
+    return (
+        folder == SESSIONS_DIR
+        and "/" not in name
+        and name.endswith(".jsonl")
+        and not name.startswith(".")
+        and not is_temp_name(name)
+    )
 
 
 @dataclass(frozen=True)
@@ -104,13 +121,16 @@ class WorkspaceWatcher:
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         force_polling: bool | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        on_sessions: Callable[[], object] | None = None,
     ) -> None:
         """The engine publishes each batch's change: once the files are full-text indexed, and
         again once their new units are embedded (``progress`` is called from the embedding
         thread meanwhile); paths are empty when the whole workspace was re-synced.
-        ``on_failure`` is called on the event loop when a sync fails."""
+        ``on_failure`` is called on the event loop when a sync fails; ``on_sessions`` (on the
+        event loop too) when a batch changed a session's transcript."""
         self.engine = engine
         self.on_failure = on_failure
+        self.on_sessions = on_sessions
         self.progress = progress
         self.debounce_ms = debounce_ms
         self.force_polling = force_polling
@@ -128,7 +148,7 @@ class WorkspaceWatcher:
             rel = Path(path).relative_to(root).as_posix()
         except ValueError:
             return False
-        return is_watched(rel)
+        return is_watched(rel) or (self.on_sessions is not None and is_session_file(rel))
 
     async def run(self) -> None:
         """Watch until :meth:`stop` is called (or the worker running this is cancelled)."""
@@ -149,6 +169,8 @@ class WorkspaceWatcher:
             if not changes:
                 continue  # a timeout tick: the watch is up
             changed = {Path(path).relative_to(root).as_posix() for _, path in changes}
+            if self.on_sessions is not None and any(is_session_file(rel) for rel in changed):
+                self.on_sessions()
             await self._sync(plan_sync(self.engine.workspace, changed))
             self.batches_handled += 1
 

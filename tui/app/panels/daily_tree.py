@@ -14,7 +14,9 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
+from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Markdown, Static, Tree
 from textual.widgets.markdown import MarkdownBlock
@@ -158,6 +160,9 @@ class DailyTree(EnginePanel):
 
         logs: list[DailyLogOutline]
 
+    class ForgottenWanted(Message):
+        """The user asked for the list of forgotten memories (``f``), to restore one."""
+
     @dataclass
     class ViewLoaded(Answer):
         """The text of the log ``path`` (shown whole, or the entry ``key``), read by a worker."""
@@ -172,9 +177,19 @@ class DailyTree(EnginePanel):
 Daily logs under `memory/`, by month → date → entries (each `##` section of a log).
 Select a date to read the whole log, or an entry to read just that section.
 New entries appear as flushes write them. Entries that were forgotten (or superseded) are
-struck through, dimmed and labelled; **Enter** on a search result opens its section here
-with its line marked.
+struck through, dimmed and labelled; **f** lists every forgotten memory, to restore one.
+**Enter** on a search result opens its section here with its line marked.
 """
+
+    BINDINGS = [
+        Binding(
+            "f",
+            "forgotten",
+            "forgotten",
+            id="daily.forgotten",
+            tooltip="Forgotten and superseded memories: restore one",
+        ),
+    ]
 
     DEFAULT_CSS = """
     DailyTree {
@@ -239,6 +254,9 @@ with its line marked.
     def reload(self) -> None:
         """Re-list the daily logs (in a worker) and rebuild the tree."""
         self._load_logs(self._listings.new())
+
+    def action_forgotten(self) -> None:
+        self.post_message(self.ForgottenWanted())
 
     def index_changed(self, paths: list[str]) -> None:
         """Reload when a daily log changed (an empty list means anything may have)."""

@@ -17,7 +17,11 @@ from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.metadata_text import dim_metadata
 from tui.app.panels.base import EnginePanel
-from tui.app.screens.memory_conflict_screen import ConflictChoice, MemoryConflictScreen
+from tui.app.screens.memory_conflict_screen import (
+    ConflictChoice,
+    ConflictWording,
+    MemoryConflictScreen,
+)
 from tui.engine.engine import EDITOR, MemoryEngine
 from tui.engine.fileio import ConcurrentEditError
 from tui.engine.history_records import Attribution
@@ -181,6 +185,8 @@ entry's confidence and history.
         #: sides, if they merge) it shows.
         self._question: MemoryConflictScreen | None = None
         self._question_shows: tuple[MemoryFileState, str | None] | None = None
+        #: A recovery copy to offer once the file is loaded and no question is open.
+        self._recovery_waiting: tuple[str, str, Callable[[bool], None]] | None = None
         self._saving = False
         self._recheck_after_save = False
         self._reads = Requests()  # of MEMORY.md from disk
@@ -370,6 +376,7 @@ entry's confidence and history.
             self._set_status(state.notice, warning=True)
         else:
             self._set_status(status)
+        self._offer_waiting_recovery()
 
     def _ask(self, *, while_saving: bool) -> None:
         """Ask about :attr:`_pending_disk`, or, with the question open, show it the newest
@@ -415,6 +422,7 @@ entry's confidence and history.
             self._adopt(shown, newest, while_saving, "kept your edits")
         else:
             self._set_status("changed on disk — unsaved edits here (save to decide)", warning=True)
+        self._offer_waiting_recovery()
 
     def _adopt(
         self, shown: MemoryFileState, newest: MemoryFileState, while_saving: bool, status: str
@@ -431,6 +439,45 @@ entry's confidence and history.
         self._set_status(status)
         if while_saving:
             self.action_save()
+
+    def offer_recovered(self, text: str, source: str, answered: Callable[[bool], None]) -> None:
+        """Offer ``text``, the unsaved edits a run that was ended kept in ``source``, to the
+        buffer: the conflict question, worded for it, compares them with the buffer. Loading
+        them is one undoable edit, saved by ctrl+s like any other. ``answered(True)`` once the
+        user decided (loaded them, or kept MEMORY.md as it is); ``answered(False)`` when they
+        put it off (Escape). Waits for the file to be loaded and for an open question."""
+        if self.base is None or self._question is not None:
+            self._recovery_waiting = (text, source, answered)
+            return
+        current = self.text_area.text
+        if text == current:
+            self.notify(f"{source} holds what MEMORY.md holds: nothing to recover", title="recovered")
+            answered(True)
+            return
+        wording = ConflictWording(
+            changed=f"Unsaved MEMORY.md edits from a run that was ended were kept in {source}.",
+            which="Load them into the editor (unsaved until you save them), or keep MEMORY.md "
+            "as it is?",
+            mine="Load recovered",
+            theirs="Keep MEMORY.md",
+            disk_label="MEMORY.md now",
+            buffer_label="the recovered edits",
+        )
+
+        def decided(choice: ConflictChoice | None) -> None:
+            if choice == "mine":
+                self._replace_buffer(text)  # ctrl+z brings MEMORY.md back
+                self._set_status("recovered edits loaded")
+            elif choice == "theirs":
+                self.notify(f"MEMORY.md kept as it is; the edits stay in {source}", title="recovered")
+            answered(choice in ("mine", "theirs"))
+
+        self.app.push_screen(MemoryConflictScreen(current, text, wording=wording), decided)
+
+    def _offer_waiting_recovery(self) -> None:
+        if self._recovery_waiting is not None and self._question is None:
+            waiting, self._recovery_waiting = self._recovery_waiting, None
+            self.offer_recovered(*waiting)
 
     def _replace_buffer(self, text: str) -> None:
         """Put ``text`` in the buffer as one undoable edit (the cursor stays where it can)."""

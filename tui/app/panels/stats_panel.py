@@ -17,6 +17,8 @@ from textual.widgets import Static
 from tui.app.latest import Answer, Requests
 from tui.app.messages import while_attached
 from tui.app.panels.base import EnginePanel
+from tui.chat.events import FlushOutcome
+from tui.chat.state import WorkspaceState
 from tui.engine import usage
 from tui.engine.engine import MemoryEngine
 from tui.engine.visible import control_pictures
@@ -25,6 +27,11 @@ from tui.engine.visible import control_pictures
 LOG_LINES = 1000
 #: Files the index skipped named in the summary, at most.
 WARNINGS_SHOWN = 5
+
+#: Flush outcomes shown as a warning.
+UNWRITTEN = ("skipped", "failed")
+#: How a flush that left a session's messages unlogged is shown when only the state file says so.
+NOT_WRITTEN = "not written:"
 
 #: Model states the app reports through :meth:`StatsPanel.set_model_state`.
 MODEL_STATES = {
@@ -59,6 +66,38 @@ def describe_memory(stats: dict[str, object]) -> str:
         else:
             parts.append("embedding helper stopped while idle")
     return " · ".join(parts)
+
+
+def remembered_flushes(state: WorkspaceState) -> dict[str, tuple[datetime, str]]:
+    """The last flush of each trigger as ``.memdeck/state.json`` keeps it (an earlier run's,
+    or ``memdeck flush``'s): trigger → (when, what happened)."""
+    flushes = {}
+    for trigger, record in state.last_triggers().items():
+        if not isinstance(record, dict):
+            continue
+        try:
+            when = datetime.fromisoformat(str(record.get("at")))
+            messages = int(record.get("messages") or 0)
+        except (TypeError, ValueError):
+            continue
+        status = record.get("status")
+        if status not in ("flushed", "nothing_new", *UNWRITTEN):
+            continue
+        outcome = FlushOutcome(status, messages=messages, detail=str(record.get("detail") or ""))
+        flushes[trigger] = (when, outcome.summary)
+    # One firing flushes several sessions (a quit: each used in the run) and the trigger's
+    # record is its last session's: a session it could not log is what to show.
+    skipped = state.read().get("skipped", {})
+    for session_id, record in (skipped.items() if isinstance(skipped, dict) else ()):
+        fired = record.get("trigger") if isinstance(record, dict) else None
+        try:
+            when = datetime.fromisoformat(str(record.get("at")))
+            newer = fired not in flushes or flushes[fired][0] <= when
+        except (AttributeError, TypeError, ValueError):
+            continue
+        if isinstance(fired, str) and newer:
+            flushes[fired] = (when, f"{NOT_WRITTEN} {record.get('detail')} ({session_id})")
+    return flushes
 
 
 def describe_warnings(warnings: list[str]) -> Text:
@@ -96,7 +135,8 @@ The index behind memory search: files and chunks indexed, chunks with vectors, i
 and the embedding model (search is BM25-only until it has loaded).
 
 **Last flush** shows, per trigger (session switch, idle, day change, quit, …), when memory was
-last written and what happened. The log below records trigger and index events as they happen.
+last written and what happened (a flush that wrote nothing in yellow), in this run or an
+earlier one. The log below records trigger and index events as they happen.
 """
 
     DEFAULT_CSS = """
@@ -212,6 +252,7 @@ last written and what happened. The log below records trigger and index events a
         report = usage.summary(self.engine.workspace.root)
         stats["usage_today"] = report["today"]["total"]
         stats["usage_skipped"] = report["skipped"]
+        stats["last_flushes"] = remembered_flushes(WorkspaceState(self.engine.workspace))
         self.post_message(self.Loaded(number, stats))
 
     @on(Loaded)
@@ -220,6 +261,12 @@ last written and what happened. The log below records trigger and index events a
         if not self._loads.is_latest(message):
             return
         self.stats = message.stats
+        remembered = message.stats.get("last_flushes")
+        if isinstance(remembered, dict):
+            # A trigger that fired in this run is shown as this run saw it.
+            for trigger, flush in remembered.items():
+                self.flushes.setdefault(trigger, flush)
+            self._render_flushes()
         self._render_summary()
 
     def describe_stats(self) -> list[tuple[str, Text]]:
@@ -285,8 +332,12 @@ last written and what happened. The log below records trigger and index events a
         table.add_column(overflow="fold")
         if not self.flushes:
             table.add_row("last flush", "—", Text("none yet", style="dim"))
+        today = self.clock().date()
         for number, (trigger, (when, outcome)) in enumerate(sorted(self.flushes.items())):
             # A Rich table parses a str cell as markup: an outcome names files and errors.
             label = "last flush" if number == 0 else ""
-            table.add_row(label, Text(f"{trigger} {when:%H:%M}"), Text(outcome))
+            stamp = f"{when:%H:%M}" if when.date() == today else f"{when:%Y-%m-%d %H:%M}"
+            warn = (NOT_WRITTEN, *(f"{status}:" for status in UNWRITTEN))
+            style = "yellow" if outcome.startswith(warn) else ""
+            table.add_row(label, Text(f"{trigger} {stamp}"), Text(outcome, style=style))
         self.query_one("#stats-flushes", Static).update(table)

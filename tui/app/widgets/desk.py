@@ -1,10 +1,10 @@
 """The desk: sessions | chat | memory panels over the workbench, and the flows between them.
 
 It owns the session flow (resume, switch, new, rename, delete: each awaits the workbench in a
-worker and shows the result), the questions to the user (may the model forget more? unsaved
-edits recovered), the consolidation's review, the conversation's wiring (a message the chat
-pane sends runs as the workbench's turn) and the memory actions (flush, reindex, reload the
-config, why?, loading the embedding model). Everything the workbench publishes arrives here
+worker and shows the result), the questions to the user (may the model forget more?), the
+consolidation's review, the conversation's wiring (a message the chat pane sends runs as the
+workbench's turn) and the memory actions (flush, reindex, reload the config, why?, loading the
+embedding model). Everything the workbench publishes arrives here
 as a :class:`~tui.app.messages.WorkbenchMessage` (the screen's one listener posts it): turn
 and session events go on to the chat pane, memory changes to the memory panels, index and
 trigger outcomes become log lines, toasts and the header's state. That state is the desk's
@@ -182,22 +182,6 @@ class Desk(Horizontal):
             self.memory_panels.post_message(MemoryChanged.of(event))
 
     # -- questions for the user --
-
-    @work(thread=True, group="recovery", exit_on_error=False)
-    def announce_recovery_copies(self) -> None:
-        """Say once where unsaved MEMORY.md edits of a killed run were kept."""
-        memory = self.workbench.engine.memory
-        store = memory.store
-        for copy in store.unannounced_recovery_copies():
-            rel = copy.relative_to(memory.workspace.root)
-            self.app.call_from_thread(
-                self.notify,
-                f"unsaved MEMORY.md edits from a run that was ended are in {rel}",
-                title="recovered",
-                severity="warning",
-                timeout=20,
-            )
-            store.mark_recovery_announced(copy)
 
     async def confirm_forget(self, memories: list[str], already: int) -> bool:
         """Ask whether the model may forget ``memories`` (past the per-turn limit); Keep is the default."""

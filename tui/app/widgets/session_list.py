@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.app.latest import Answer, Requests
@@ -34,12 +34,20 @@ def session_prompt(info: SessionInfo, active: bool) -> Text:
     return prompt
 
 
-class SessionList(Vertical):
-    """Sessions of the workspace. Enter switches; ``n`` new, ``r`` rename, ``delete`` deletes.
+def matches(info: SessionInfo, words: list[str]) -> bool:
+    """True when every one of ``words`` (lower case) is in the session's title or id."""
+    haystack = f"{info.title} {info.id}".lower()
+    return all(word in haystack for word in words)
 
-    The list reads the ``sessions/`` folder in a thread worker (:meth:`reload`); choices are
-    posted as messages to the screen, which does the switching and the flushes. The ● follows
-    :attr:`active_id` (bound to the screen's open session).
+
+class SessionList(Vertical):
+    """Sessions of the workspace. Enter switches; ``n`` new, ``r`` rename, ``delete`` deletes,
+    ``t`` shows the deleted ones; typing (or ``/``) filters the list by title.
+
+    The list reads the ``sessions/`` folder in a thread worker (:meth:`reload`: the screen calls
+    it when the folder changes, whoever changed it); choices are posted as messages to the
+    screen, which does the switching and the flushes. The ● follows :attr:`active_id` (bound to
+    the screen's open session).
     """
 
     @dataclass
@@ -71,6 +79,10 @@ class SessionList(Vertical):
 
         session_id: str
 
+    @dataclass
+    class TrashRequested(Message):
+        """The user asked for the deleted sessions (``t``)."""
+
     HELP = """\
 ## Sessions
 
@@ -79,7 +91,10 @@ Your conversations, most recent first. The one marked ● is open.
 - **Enter** (or a click): switch to it. The session you leave is summarised into today's
   daily log in the background (the session-switch flush).
 - **n**: a new session · **r**: rename · **Delete**: delete (asks first; the session is
-  flushed to memory, then moved to `sessions/.trash/`).
+  flushed to memory, then moved to `sessions/.trash/`) · **t**: the deleted sessions, to
+  restore one.
+- **Typing** a letter (or **/**) filters the list by title: **Enter** there opens the first
+  match, **↓** goes to the list, **Escape** clears the filter.
 """
 
     BINDINGS = [
@@ -100,6 +115,31 @@ Your conversations, most recent first. The one marked ● is open.
             id="session_list.delete",
             tooltip="Delete the highlighted session (flushes it to memory first)",
         ),
+        Binding(
+            "t",
+            "trash",
+            "Trash",
+            id="session_list.trash",
+            tooltip="Deleted sessions: restore one",
+            show=False,
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            id="session_list.filter",
+            tooltip="Filter the sessions by title (typing a letter does too)",
+            show=False,
+        ),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            id="session_list.clear_filter",
+            tooltip="Clear the filter and show every session",
+            show=False,
+        ),
+        Binding("down", "to_list", "To the list", id="session_list.to_list", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -111,6 +151,15 @@ Your conversations, most recent first. The one marked ● is open.
         padding: 0 1;
         text-style: bold;
         background: $boost;
+    }
+    SessionList > #sessions-filter {
+        display: none;
+        height: 1;
+        border: none;
+        padding: 0 1;
+    }
+    SessionList.-filtering > #sessions-filter {
+        display: block;
     }
     SessionList > #sessions {
         height: 1fr;
@@ -131,11 +180,22 @@ Your conversations, most recent first. The one marked ● is open.
 
     def compose(self) -> ComposeResult:
         yield Static("Sessions", id="sessions-title")
+        yield Input(placeholder="filter by title…", id="sessions-filter", select_on_focus=False)
         yield OptionList(id="sessions")
 
     @property
     def option_list(self) -> OptionList:
         return self.query_one("#sessions", OptionList)
+
+    @property
+    def filter_input(self) -> Input:
+        return self.query_one("#sessions-filter", Input)
+
+    @property
+    def shown(self) -> list[SessionInfo]:
+        """The sessions listed now: those the filter lets through."""
+        words = self.filter_input.value.lower().split() if self.has_class("-filtering") else []
+        return [info for info in self.infos if matches(info, words)]
 
     def focus_list(self) -> None:
         """Put the focus in the list of sessions."""
@@ -174,11 +234,18 @@ Your conversations, most recent first. The one marked ● is open.
         if not self.infos:
             options.add_option(Option(Text("no sessions yet", style="dim italic"), disabled=True))
             return
+        shown = self.shown
+        if not shown:
+            wanted = self.filter_input.value.strip()
+            options.add_option(
+                Option(Text(f"no session matches “{wanted}”", style="dim italic"), disabled=True)
+            )
+            return
         options.add_options(
-            Option(session_prompt(info, info.id == self.active_id), id=info.id)
-            for info in self.infos
+            Option(session_prompt(info, info.id == self.active_id), id=info.id) for info in shown
         )
-        for index, info in enumerate(self.infos):
+        options.highlighted = 0
+        for index, info in enumerate(shown):
             if info.id == target:
                 options.highlighted = index
                 break
@@ -193,6 +260,60 @@ Your conversations, most recent first. The one marked ● is open.
         if event.option.id:
             self.post_message(self.Chosen(event.option.id))
 
+    # -- the filter --
+
+    def on_key(self, event: events.Key) -> None:
+        """A letter typed in the list, unless it is a key of its own (``n``, ``r``, ``d``,
+        ``t``, ``?``...), starts the filter with it."""
+        if not (self.option_list.has_focus and event.is_printable and event.character):
+            return
+        if event.key in self.screen.active_bindings or not event.character.strip():
+            return
+        event.stop()
+        event.prevent_default()
+        self.action_filter()
+        self.filter_input.insert_text_at_cursor(event.character)
+
+    def action_filter(self) -> None:
+        """Show the filter box and put the focus in it."""
+        self.add_class("-filtering")
+        self.filter_input.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear the filter: every session again, the focus on the list."""
+        self.filter_input.value = ""
+        self.remove_class("-filtering")
+        self._render_options()
+        self.option_list.focus()
+
+    def action_to_list(self) -> None:
+        """From the filter box down to the (filtered) list."""
+        self.option_list.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Escape clears a filter (with none, it is the screen's: back to the message box);
+        ↓ moves from the filter box to the list."""
+        if action == "clear_filter":
+            return self.has_class("-filtering")
+        if action == "to_list":
+            return self.filter_input.has_focus
+        return True
+
+    @on(Input.Changed, "#sessions-filter")
+    def _filter_changed(self) -> None:
+        self._render_options()
+
+    @on(Input.Submitted, "#sessions-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the filter box opens the highlighted match (and the filter is done)."""
+        event.stop()
+        session_id = self._highlighted_id()
+        if session_id:
+            self.action_clear_filter()
+            self.post_message(self.Chosen(session_id))
+
+    # -- the keys --
+
     def action_new(self) -> None:
         self.post_message(self.NewRequested())
 
@@ -205,3 +326,6 @@ Your conversations, most recent first. The one marked ● is open.
         session_id = self._highlighted_id()
         if session_id:
             self.post_message(self.DeleteRequested(session_id))
+
+    def action_trash(self) -> None:
+        self.post_message(self.TrashRequested())
