@@ -31,6 +31,10 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
             f"hybrid = {number(options.vector_weight / total)}·vector"
             f" + {number(options.text_weight / total)}·text   (text alone without vectors)"
         )
+    text = {
+        "idf": "bm25 as a share of the query's summed idf",
+        "saturate": "bm25 / (1 + bm25)",
+    }.get(options.text_norm, "bm25 relative to the query's best text match")
     confidence = " · ".join(f"{name} {number(w)}" for name, w in CONFIDENCE_WEIGHTS.items())
     if not options.decay:
         decay = "decay = 1   (dates are ignored: decay is off)"
@@ -66,6 +70,9 @@ def score_formula(options: SearchOptions = SearchOptions()) -> str:
             f" entry lower if needed to score {number(SUPERSEDED)}× that entry"
             " (current-state questions), else 1",
             hybrid,
+            f"text = {text}; a daily-log entry is full-text indexed with the entry before it,"
+            f" whose words count {number(options.context_weight)} (a match through them, or a"
+            " neighbour's share, says via L6)",
             recency,
             decay,
             window,

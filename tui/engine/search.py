@@ -152,8 +152,7 @@ def search(
     response.results = explain_via(
         index,
         _with_keyword_hits(_select(index, scored, pool, options), query, options),
-        text_query,
-        vectors_ran=pool.query_vector is not None,
+        pool.text_parts,
         text_scale=pool.text_scale,
         lenders=pool.lenders,
     )
@@ -180,6 +179,8 @@ class _Pool:
     order: list[int]
     #: Raw bm25 rank of each full-text match.
     text_hits: dict[int, float]
+    #: The bm25 ranks of each match's own words and of its context's (0.0: none matched).
+    text_parts: dict[int, tuple[float, float]]
     #: Cosine of each candidate with a vector (0..1 once fused).
     vectors: dict[int, float]
     texts: dict[int, float] = field(default_factory=dict)
@@ -224,19 +225,18 @@ def _candidates(
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
-    text_hits = (
-        dict(
-            index.fts_candidates(
-                text_query,
-                text_limit,
-                also=also,
-                vectors_ran=query_vector is not None,
-                context_weight=options.context_weight,
-            )
+    matches = (
+        index.fts_matches(
+            text_query,
+            text_limit,
+            also=also,
+            vectors_ran=query_vector is not None,
+            context_weight=options.context_weight,
         )
         if has_content_terms(text_query) or intent.window is None
-        else {}
+        else []
     )
+    text_hits = {chunk_id: rank for chunk_id, rank, _, _ in matches}
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
         return None
@@ -251,6 +251,7 @@ def _candidates(
         rows=index.chunks_by_id(candidate_ids),
         order=candidate_ids,
         text_hits=text_hits,
+        text_parts={chunk_id: (own, context) for chunk_id, _, own, context in matches},
         vectors=vector_hits,
     )
 

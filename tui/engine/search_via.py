@@ -59,23 +59,24 @@ def neighbour_support(
 def explain_via(
     index: MemoryIndex,
     results: list[SearchResult],
-    text_query: str,
+    text_parts: dict[int, tuple[float, float]],
     *,
-    vectors_ran: bool,
     text_scale: float | None,
     lenders: dict[int, str],
 ) -> list[SearchResult]:
     """``results`` with their breakdown's ``text_own``, ``text_via`` and ``neighbour_via``.
 
-    ``text_scale``: what a bm25 strength is divided by to make the 0..1 text score (None:
-    :func:`~tui.engine.textsearch.bm25_to_unit`); the own words' score is made the same way, so
-    ``text_own`` = ``text`` when the context matched none of the query. An index built before
-    the context had a column of its own tells nothing: its results say nothing of it.
+    ``text_parts``: each full-text match's bm25 ranks of its own words and of its context's
+    (:meth:`~tui.engine.index.MemoryIndex.fts_matches`). ``text_scale``: what a bm25 strength
+    is divided by to make the 0..1 text score (None: :func:`~tui.engine.textsearch.bm25_to_unit`);
+    the own words' score is made the same way, so ``text_own`` = ``text`` when the context
+    matched none of the query. An index built before the context had a column of its own tells
+    nothing: its results say nothing of it.
     """
-    matched = [r.chunk_id for r in results if r.breakdown.bm25 is not None]
-    columns = index.fts_columns(text_query, matched, vectors_ran=vectors_ran)
-    through_context = [i for i, (_, context) in columns.items() if -context > 0]
-    places = _context_places(index, through_context)
+    columns = {r.chunk_id: text_parts[r.chunk_id] for r in results if r.chunk_id in text_parts}
+    places = _context_places(
+        index, {r.chunk_id: r.path for r in results if -columns.get(r.chunk_id, (0, 0))[1] > 0}
+    )
     explained = []
     for result in results:
         b = result.breakdown
@@ -90,29 +91,29 @@ def explain_via(
                 text_own = own / (1.0 + own)
             else:
                 text_own = min(1.0, own / text_scale) if text_scale > 0 else 0.0
-        breakdown = replace(b, text_own=text_own, text_via=text_via, neighbour_via=neighbour_via)
-        explained.append(replace(result, breakdown=breakdown))
+        if (text_own, text_via, neighbour_via) != (b.text_own, b.text_via, b.neighbour_via):
+            b = replace(b, text_own=text_own, text_via=text_via, neighbour_via=neighbour_via)
+            result = replace(result, breakdown=b)
+        explained.append(result)
     return explained
 
 
-def _context_places(index: MemoryIndex, ids: list[int]) -> dict[int, str]:
-    """Where the context of each unit of ``ids`` is: the entries just before it in its file
-    whose text it holds (``path#Lfirst-last``)."""
-    contexts = {i: c for i, c in index.contexts(ids).items() if c}
+def _context_places(index: MemoryIndex, paths: dict[int, str]) -> dict[int, str]:
+    """Where the context of each unit of ``paths`` (its id: its file) is: the entries just
+    before it in its file whose text it holds (``path#Lfirst-last``)."""
+    if not paths:
+        return {}
+    contexts = {i: c for i, c in index.contexts(list(paths)).items() if c}
     before = index.chunks_by_id(
         sorted({i - k for i, c in contexts.items() for k in range(1, c.count("\n") + 2)})
     )
-    units = index.chunks_by_id(list(contexts))
     places: dict[int, str] = {}
     for chunk_id, context in contexts.items():
-        unit = units.get(chunk_id)
-        if unit is None:
-            continue
         found: list[ChunkRow] = []
         while (row := before.get(chunk_id - len(found) - 1)) is not None:
-            if row.path != unit.path or row.text not in context:
+            if row.path != paths[chunk_id] or row.text not in context:
                 break
             found.append(row)
         if found:
-            places[chunk_id] = f"{unit.path}#L{found[-1].start_line}-{found[0].end_line}"
+            places[chunk_id] = f"{found[0].path}#L{found[-1].start_line}-{found[0].end_line}"
     return places
