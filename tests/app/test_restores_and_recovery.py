@@ -160,9 +160,12 @@ async def test_the_trash_lists_deleted_sessions_and_restores_one(engine: ChatEng
         await ready(pilot)
         listed = app.main_screen.session_list
         await wait_until(pilot, lambda: [i.id for i in listed.infos] == [kept], "one session")
+        await wait_until(pilot, lambda: listed.trashed == 1, "the trash counted")
+        rows = option_texts(listed.option_list)
+        assert rows[-1].strip() == "deleted sessions (1)…"  # the list's last row opens it
         app.main_screen.action_focus_sessions()
         await wait_until(pilot, lambda: listed.option_list.has_focus, "the session list")
-        await pilot.press("t")
+        await pilot.press("end", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, TrashScreen), "the trash")
         screen = app.screen
         assert isinstance(screen, TrashScreen)
@@ -176,6 +179,8 @@ async def test_the_trash_lists_deleted_sessions_and_restores_one(engine: ChatEng
         await wait_until(
             pilot, lambda: gone in [i.id for i in listed.infos], "the session listed again"
         )
+        await wait_until(pilot, lambda: listed.trashed == 0, "the trash row gone")
+        assert "deleted sessions" not in " ".join(option_texts(listed.option_list))
 
 
 async def test_typing_in_the_session_list_filters_it(engine: ChatEngine) -> None:
@@ -193,7 +198,8 @@ async def test_typing_in_the_session_list_filters_it(engine: ChatEngine) -> None
         await pilot.press("b", "i")  # not keys of the list: they start the filter
         assert listed.filter_input.has_focus and listed.filter_input.value == "bi"
         assert [info.title for info in listed.shown] == ["Bike repair"]
-        assert option_texts(listed.option_list)[0].splitlines()[0].strip() == "Bike repair"
+        first_row = option_texts(listed.option_list)[0].splitlines()[0]
+        assert first_row.strip(" ●") == "Bike repair"
         await pilot.press("x")
         assert "no session matches “bix”" in option_texts(listed.option_list)[0]
         await pilot.press("escape")  # clears the filter (not: back to the message box)

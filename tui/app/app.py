@@ -445,7 +445,7 @@ class MemdeckApp(App[int]):
         )
         yield SystemCommand(
             "Deleted sessions",
-            "The session trash: restore a deleted session (t in the session list)",
+            "The session trash: restore a deleted session (the session list's last row)",
             main.action_show_trash,
         )
         yield SystemCommand(

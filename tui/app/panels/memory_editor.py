@@ -468,6 +468,7 @@ entry's confidence and history.
             if choice == "mine":
                 self._replace_buffer(text)  # ctrl+z brings MEMORY.md back
                 self._set_status("recovered edits loaded")
+                self.text_area.focus()  # in view, ready for ctrl+s
             elif choice == "theirs":
                 self.notify(f"MEMORY.md kept as it is; the edits stay in {source}", title="recovered")
             answered(choice in ("mine", "theirs"))

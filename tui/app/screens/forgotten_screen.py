@@ -141,7 +141,9 @@ a newer memory, newest first. The audit trail keeps each one, so nothing is lost
             self._say(Text("" if message.records else "nothing forgotten or superseded", style="dim italic"))
 
     def _say(self, text: Text) -> None:
-        self.query_one("#forgotten-status", Static).update(text)
+        status = self.query_one("#forgotten-status", Static)
+        status.update(text)
+        status.display = bool(text.plain)
 
     @on(OptionList.OptionSelected, "#forgotten-list")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -20,6 +20,8 @@ from tui.chat.sessions import SessionInfo, SessionStore
 
 #: Characters of a title shown before it is cut.
 TITLE_WIDTH = 40
+#: The id of the list's last row, which opens the deleted sessions (no session id starts with _).
+TRASH_ROW = "_trash"
 
 
 def session_prompt(info: SessionInfo, active: bool) -> Text:
@@ -41,8 +43,8 @@ def matches(info: SessionInfo, words: list[str]) -> bool:
 
 
 class SessionList(Vertical):
-    """Sessions of the workspace. Enter switches; ``n`` new, ``r`` rename, ``delete`` deletes,
-    ``t`` shows the deleted ones; typing (or ``/``) filters the list by title.
+    """Sessions of the workspace. Enter switches; ``n`` new, ``r`` rename, ``delete`` deletes;
+    typing (or ``/``) filters the list by title; its last row opens the deleted sessions.
 
     The list reads the ``sessions/`` folder in a thread worker (:meth:`reload`: the screen calls
     it when the folder changes, whoever changed it); choices are posted as messages to the
@@ -56,6 +58,8 @@ class SessionList(Vertical):
         takes the open session's title from it)."""
 
         sessions: list[SessionInfo]
+        #: Sessions in the trash.
+        trashed: int = 0
 
     @dataclass
     class Chosen(Message):
@@ -81,7 +85,7 @@ class SessionList(Vertical):
 
     @dataclass
     class TrashRequested(Message):
-        """The user asked for the deleted sessions (``t``)."""
+        """The user asked for the deleted sessions (the list's last row)."""
 
     HELP = """\
 ## Sessions
@@ -90,11 +94,11 @@ Your conversations, most recent first. The one marked ● is open.
 
 - **Enter** (or a click): switch to it. The session you leave is summarised into today's
   daily log in the background (the session-switch flush).
-- **n**: a new session · **r**: rename · **Delete**: delete (asks first; the session is
-  flushed to memory, then moved to `sessions/.trash/`) · **t**: the deleted sessions, to
-  restore one.
-- **Typing** a letter (or **/**) filters the list by title: **Enter** there opens the first
-  match, **↓** goes to the list, **Escape** clears the filter.
+- **n**: a new session · **r**: rename · **Delete** (or **d**): delete (asks first; the
+  session is flushed to memory, then moved to `sessions/.trash/`). The last row, *deleted
+  sessions*, lists them: Enter there restores one.
+- **Typing** a letter (**/** first for n, r or d) filters the list by title: **Enter** there
+  opens the first match, **↓** goes to the list, **Escape** clears the filter.
 """
 
     BINDINGS = [
@@ -114,14 +118,6 @@ Your conversations, most recent first. The one marked ● is open.
             "Delete",
             id="session_list.delete",
             tooltip="Delete the highlighted session (flushes it to memory first)",
-        ),
-        Binding(
-            "t",
-            "trash",
-            "Trash",
-            id="session_list.trash",
-            tooltip="Deleted sessions: restore one",
-            show=False,
         ),
         Binding(
             "slash",
@@ -176,6 +172,8 @@ Your conversations, most recent first. The one marked ● is open.
         super().__init__(id=id)
         self.sessions = sessions
         self.infos: list[SessionInfo] = []
+        #: Sessions in the trash (the last row opens them).
+        self.trashed = 0
         self._loads = Requests()
 
     def compose(self) -> ComposeResult:
@@ -214,7 +212,8 @@ Your conversations, most recent first. The one marked ● is open.
 
     @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
     def _load(self, number: int) -> None:
-        self.post_message(self.Loaded(number, self.sessions.list()))
+        trashed = {path.name.split(".", 1)[0] for path in self.sessions.trashed()}
+        self.post_message(self.Loaded(number, self.sessions.list(), len(trashed)))
 
     @on(Loaded)
     @while_attached
@@ -223,6 +222,7 @@ Your conversations, most recent first. The one marked ● is open.
             message.stop()  # the screen must not take a title from a stale listing
             return
         self.infos = message.sessions
+        self.trashed = message.trashed
         self._render_options()
 
     def _render_options(self) -> None:
@@ -231,40 +231,45 @@ Your conversations, most recent first. The one marked ● is open.
         # The highlight follows the open session unless the user is moving through the list.
         target = highlighted if options.has_focus and highlighted else self.active_id
         options.clear_options()
+        shown = self.shown
         if not self.infos:
             options.add_option(Option(Text("no sessions yet", style="dim italic"), disabled=True))
-            return
-        shown = self.shown
-        if not shown:
+        elif not shown:
             wanted = self.filter_input.value.strip()
             options.add_option(
                 Option(Text(f"no session matches “{wanted}”", style="dim italic"), disabled=True)
             )
-            return
         options.add_options(
             Option(session_prompt(info, info.id == self.active_id), id=info.id) for info in shown
         )
-        options.highlighted = 0
+        if self.trashed:
+            row = Text(f"  deleted sessions ({self.trashed})…", style="dim italic")
+            options.add_option(Option(row, id=TRASH_ROW))
+        if shown:
+            options.highlighted = 0
         for index, info in enumerate(shown):
             if info.id == target:
                 options.highlighted = index
                 break
 
     def _highlighted_id(self) -> str | None:
+        """The highlighted session's id (None on the trash row)."""
         option = self.option_list.highlighted_option
-        return option.id if option is not None else None
+        return option.id if option is not None and option.id != TRASH_ROW else None
 
     @on(OptionList.OptionSelected, "#sessions")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if event.option.id:
+        if event.option.id == TRASH_ROW:
+            self.post_message(self.TrashRequested())
+        elif event.option.id:
             self.post_message(self.Chosen(event.option.id))
 
     # -- the filter --
 
     def on_key(self, event: events.Key) -> None:
         """A letter typed in the list, unless it is a key of its own (``n``, ``r``, ``d``,
-        ``t``, ``?``...), starts the filter with it."""
+        ``?``...), starts the filter with it."""
         if not (self.option_list.has_focus and event.is_printable and event.character):
             return
         if event.key in self.screen.active_bindings or not event.character.strip():
@@ -327,5 +332,3 @@ Your conversations, most recent first. The one marked ● is open.
         if session_id:
             self.post_message(self.DeleteRequested(session_id))
 
-    def action_trash(self) -> None:
-        self.post_message(self.TrashRequested())
