@@ -329,7 +329,8 @@ def test_an_http_error_echoing_the_key_is_redacted(tmp_path: Path) -> None:
         result = run_memdeck(["--workspace", str(tmp_path / "ws"), "ask", "--bm25", "hi"], env)
         assert result.returncode == 1 and key not in result.stderr + result.stdout
         assert "401" in result.stderr
-        transcripts = list((tmp_path / "ws" / "sessions").glob("*.jsonl"))
+        # nothing was answered: the session ask made went to the trash (issue 32, item 17)
+        transcripts = list((tmp_path / "ws" / "sessions").glob("**/*.jsonl"))
         assert transcripts and key not in transcripts[0].read_text()
 
 
