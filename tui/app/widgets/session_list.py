@@ -174,6 +174,8 @@ Your conversations, most recent first. The one marked ● is open.
         self.infos: list[SessionInfo] = []
         #: Sessions in the trash (the last row opens them).
         self.trashed = 0
+        #: The filter was started and the focus has not reached its box yet.
+        self._typing_filter = False
         self._loads = Requests()
 
     def compose(self) -> ComposeResult:
@@ -272,21 +274,32 @@ Your conversations, most recent first. The one marked ● is open.
         ``?``...), starts the filter with it."""
         if not (self.option_list.has_focus and event.is_printable and event.character):
             return
-        if event.key in self.screen.active_bindings or not event.character.strip():
+        if not self._typing_filter and (
+            event.key in self.screen.active_bindings or not event.character.strip()
+        ):
             return
+        # While the focus is on its way to the filter box, every letter typed goes there (a
+        # fast "tri" must not rename the session with its "r").
         event.stop()
         event.prevent_default()
-        self.action_filter()
+        if not self._typing_filter:
+            self.action_filter()
         self.filter_input.insert_text_at_cursor(event.character)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if event.widget is self.filter_input:
+            self._typing_filter = False  # the keys reach it themselves now
 
     def action_filter(self) -> None:
         """Show the filter box and put the focus in it."""
         self.add_class("-filtering")
+        self._typing_filter = True
         self.filter_input.focus()
 
     def action_clear_filter(self) -> None:
         """Clear the filter: every session again, the focus on the list."""
         self.filter_input.value = ""
+        self._typing_filter = False
         self.remove_class("-filtering")
         self._render_options()
         self.option_list.focus()
