@@ -142,6 +142,9 @@ If the file changes outside the app (your own editor, or the assistant saving a 
 - with unsaved edits, you are asked: keep mine, load theirs, or look at the diff.
 Nothing is ever overwritten without asking.
 
+Unsaved edits of a run that was ended (a closed terminal) are kept in `.memdeck/recovery/`;
+at the next start they are offered back here, compared with MEMORY.md first if you like.
+
 Metadata comments (`<!-- mem id=… conf=… -->`) are part of the file: keep them to keep an
 entry's confidence and history.
 """
