@@ -219,7 +219,8 @@ def bench_reindex(emb: Embedder, n_chunks: int) -> None:
 
 def bench_entries_reindex(emb: Embedder, n_entries: int) -> None:
     """Reindex of an ``n_entries``-bullet daily-log workspace: 200-token windows (before issue 7)
-    vs one unit per entry with the previous entry as context (now)."""
+    vs one unit per entry, embedded alone, the previous entry full-text indexed beside it (now;
+    until issue 32 it was embedded with it too)."""
     import tempfile
 
     from tui.engine.chunker import ChunkParams, chunk_markdown
@@ -229,7 +230,7 @@ def bench_entries_reindex(emb: Embedder, n_entries: int) -> None:
     entries = [" ".join(rng.choices(_WORDS, k=rng.randint(12, 40))) for _ in range(n_entries)]
     for label, params in (
         ("windows 200/32 (before)", ChunkParams(200, 32, units=False)),
-        ("units + previous entry (now)", ChunkParams()),
+        ("units, the previous entry full-text only (now)", ChunkParams()),
     ):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "ws"
