@@ -504,7 +504,7 @@ def build_index(
     rows = (
         index._reader()
         .execute(  # noqa: SLF001 - read-only look at what sync stored
-            "SELECT id, path, start_line, end_line, heading, text, hash, context FROM chunks"
+            "SELECT id, path, start_line, end_line, heading, text, hash FROM chunks"
             " ORDER BY id"
         )
         .fetchall()
@@ -513,8 +513,8 @@ def build_index(
     digests: list[str] = []
     mismatched = 0
     words = 0
-    for _id, path, start, end, heading, text, stored, context in rows:
-        digest = sha256_text(embed_text(heading, text, context))
+    for _id, path, start, end, heading, text, stored in rows:
+        digest = sha256_text(embed_text(heading, text))
         mismatched += digest != stored
         digests.append(digest)
         words += len(text.split())
@@ -527,7 +527,7 @@ def build_index(
         lines.append(f"!! {mismatched} chunks whose stored hash is not sha256(embed_text)")
     vectors = mix_vectors(mixes, anchors, rng)
     pick = rng.choice(len(rows), min(48, len(rows)), replace=False)
-    sample_texts = [embed_text(rows[i][4], rows[i][5], rows[i][7]) for i in pick]
+    sample_texts = [embed_text(rows[i][4], rows[i][5]) for i in pick]
     sample_mix = [mixes[i] for i in pick]
     conn = connect(index.path)
     conn.execute("BEGIN IMMEDIATE")
