@@ -146,6 +146,10 @@ async def test_forgotten_memories_are_listed_and_restored_from_the_daily_tab(
         # The restore is a memory change like any other: the editor follows it.
         editor = app.main_screen.memory_panels.memory_editor
         await wait_until(pilot, lambda: "green tea" in editor.text_area.text, "the editor")
+        await pilot.press("ctrl+p", *"Forgotten memories", "enter")  # the palette opens it too
+        await wait_until(pilot, lambda: isinstance(app.screen, ForgottenScreen), "the list again")
+        status = app.screen.query_one("#forgotten-status", Static)
+        await wait_until(pilot, lambda: "nothing forgotten" in text_of(status), "an empty list")
 
 
 # -- item 6: the trash and the filter --

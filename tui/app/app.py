@@ -430,6 +430,7 @@ class MemdeckApp(App[int]):
             return
         from tui.app.chat_commands import chat_commands
         from tui.app.panels.memory_panels import TABS
+        from tui.app.restore_views import show_forgotten, show_trash
 
         main = self.main_screen
         yield SystemCommand(
@@ -446,7 +447,7 @@ class MemdeckApp(App[int]):
         yield SystemCommand(
             "Deleted sessions",
             "The session trash: restore a deleted session (the session list's last row)",
-            main.action_show_trash,
+            partial(show_trash, main.desk),
         )
         yield SystemCommand(
             "Flush memory now",
@@ -471,7 +472,7 @@ class MemdeckApp(App[int]):
         yield SystemCommand(
             "Forgotten memories",
             "Forgotten and superseded memories: restore one where it was (f in Daily)",
-            main.action_show_forgotten,
+            partial(show_forgotten, main.desk),
         )
         yield SystemCommand(
             "Why did this surface?",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from tui.chat.sessions import SessionError
 
 if TYPE_CHECKING:
+    from tui.app.screens.main_screen import MainScreen
     from tui.chat.chat import ChatEngine
     from tui.chat.events import TriggerEvent
 
@@ -57,3 +58,21 @@ def last_quit_problem(engine: ChatEngine) -> str | None:
         f"{_messages(info.unlogged_count)} of “{info.title}”{more} wait: ctrl+f logs the "
         "open session now, or the next flush does."
     )
+
+
+def say_last_quit(screen: MainScreen) -> None:
+    """At start-up: if the last quit's flush wrote nothing and its messages still wait, say so
+    in a toast (the files are read in a thread worker)."""
+
+    def look() -> None:
+        problem = last_quit_problem(screen.engine)
+        if problem is not None:
+            screen.app.call_from_thread(
+                screen.notify,
+                problem,
+                title="memory not written at the last quit",
+                severity="warning",
+                timeout=30,
+            )
+
+    screen.run_worker(look, thread=True, group="last-quit", exit_on_error=False)

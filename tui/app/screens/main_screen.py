@@ -32,6 +32,7 @@ from textual.widgets import Footer, Input, Static, TextArea
 from textual.worker import Worker
 
 from tui.app.messages import WorkbenchMessage, report_worker_error
+from tui.app.quit_report import say_last_quit
 from tui.app.recovery_offer import offer_recovery_copies
 from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit_footer
 from tui.app.widgets.app_header import AppHeader
@@ -228,7 +229,7 @@ class MainScreen(Screen[None]):
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
         offer_recovery_copies(self.desk)
-        self._say_last_quit()
+        say_last_quit(self)
         self.chat_pane.focus_input()
         self.desk.open_initial_session()
         self.call_after_refresh(self._start_background)
@@ -320,21 +321,6 @@ class MainScreen(Screen[None]):
 
         self.engine.llm.async_client(loop)
 
-    @work(thread=True, group="last-quit", exit_on_error=False)
-    def _say_last_quit(self) -> None:
-        """If the last quit's flush wrote nothing and its messages still wait, say so."""
-        from tui.app.quit_report import last_quit_problem
-
-        problem = last_quit_problem(self.engine)
-        if problem is not None:
-            self.app.call_from_thread(
-                self.notify,
-                problem,
-                title="memory not written at the last quit",
-                severity="warning",
-                timeout=30,
-            )
-
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
     async def _watch_workspace(self) -> None:
         assert self.watcher is not None
@@ -371,28 +357,6 @@ class MainScreen(Screen[None]):
     def action_delete_session(self, session_id: str | None = None) -> None:
         """Ask, then flush ``session_id`` (default: the open one) and move it to the trash."""
         self.desk.delete_session(session_id)
-
-    def action_show_trash(self) -> None:
-        """The deleted sessions; Enter restores one into the session list."""
-        from tui.app.screens.trash_screen import TrashScreen
-
-        def closed(restored: str | None) -> None:
-            if restored is not None:
-                self.session_list.reload()
-
-        self.app.push_screen(TrashScreen(self.engine.sessions), closed)
-
-    def _on_session_list_trash_requested(self) -> None:
-        self.action_show_trash()
-
-    def action_show_forgotten(self) -> None:
-        """The forgotten and superseded memories; Enter restores one where it was."""
-        from tui.app.screens.forgotten_screen import ForgottenScreen
-
-        self.app.push_screen(ForgottenScreen(self.engine.memory))
-
-    def _on_daily_tree_forgotten_wanted(self) -> None:
-        self.action_show_forgotten()
 
     # -- the conversation --
 

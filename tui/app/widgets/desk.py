@@ -31,6 +31,7 @@ from textual.worker import Worker
 
 from tui.app.messages import MemoryChanged, OpenSession, WorkbenchMessage, report_worker_error
 from tui.app.progress_text import ProgressClock
+from tui.app.restore_views import show_forgotten, show_trash
 from tui.chat.events import (
     ChatEvent,
     FlushStarted,
@@ -388,6 +389,12 @@ class Desk(Horizontal):
 
     def _on_session_list_delete_requested(self, message: SessionList.DeleteRequested) -> None:
         self.delete_session(message.session_id)
+
+    def _on_session_list_trash_requested(self) -> None:
+        show_trash(self)  # (the palette opens it too)
+
+    def _on_daily_tree_forgotten_wanted(self) -> None:
+        show_forgotten(self)
 
     @work(group="lifecycle", exit_on_error=False)
     async def _delete(self, session_id: str) -> None:
