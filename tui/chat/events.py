@@ -40,6 +40,21 @@ ErrorKind = Literal[
     "session",
 ]
 
+#: What an error line says for each :data:`ErrorKind`.
+ERROR_LABELS = {
+    "config": "no model configured",
+    "connection": "cannot connect",
+    "auth": "refused",
+    "rate_limit": "rate limited",
+    "server": "server error",
+    "timeout": "timed out",
+    "malformed": "answer cut off or unreadable",
+    "bad_request": "request rejected",
+    "tool_loop": "too many tool calls",
+    "internal": "memdeck bug",
+    "too_large": "message too long",
+}
+
 #: What a flush did: ``flushed`` N messages; ``nothing_new`` to log; ``skipped`` (no model,
 #: endpoint down: retried at the next trigger); ``failed`` (an unexpected error; also retried).
 FlushStatus = Literal["flushed", "nothing_new", "skipped", "failed"]

@@ -19,24 +19,13 @@ from datetime import datetime
 from typing import Any
 
 from ..engine.visible import visible_text
+from .events import ERROR_LABELS
 from .sessions import Compaction, ErrorRecord, Message, Superseded, ToolCall, Transcript
 
 #: Where the app writes an export: this folder of the workspace's ``.memdeck`` (see
 #: :func:`export_file_name`).
 EXPORTS_DIR = "exports"
 
-#: What an error line says for each kind (the chat's words).
-_ERROR_WORDS = {
-    "config": "no model configured",
-    "connection": "cannot connect",
-    "auth": "refused",
-    "rate_limit": "rate limited",
-    "server": "server error",
-    "timeout": "timed out",
-    "malformed": "answer cut off or unreadable",
-    "bad_request": "request rejected",
-    "tool_loop": "too many tool calls",
-}
 
 
 def export_file_name(session_id: str) -> str:
@@ -103,7 +92,7 @@ def _blocks(transcript: Transcript) -> Iterator[str]:
             if item.silent:
                 yield f"*(compaction skipped: memory flush turn: {item.message})*"
             else:
-                label = _ERROR_WORDS.get(item.kind, f"error ({item.kind})")
+                label = ERROR_LABELS.get(item.kind, f"error ({item.kind})")
                 yield f"> **{label}:** {item.message}"
         elif isinstance(item, Compaction):
             dropped = item.dropped_messages if item.dropped_messages is not None else "older"

@@ -22,6 +22,7 @@ from textual.widgets.markdown import MarkdownStream
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.tool_call_view import ToolCallView
+from tui.chat.events import ERROR_LABELS
 from tui.engine.markdown import inside_fence
 
 Role = Literal["user", "assistant"]
@@ -40,22 +41,6 @@ SEGMENT_CHARS = 400
 
 #: What a message header says for each role.
 ROLE_LABELS = {"user": "you", "assistant": "memdeck"}
-
-
-#: What an error line says for each :data:`~tui.chat.events.ErrorKind`.
-ERROR_LABELS = {
-    "config": "no model configured",
-    "connection": "cannot connect",
-    "auth": "refused",
-    "rate_limit": "rate limited",
-    "server": "server error",
-    "timeout": "timed out",
-    "malformed": "answer cut off or unreadable",
-    "bad_request": "request rejected",
-    "tool_loop": "too many tool calls",
-    "internal": "memdeck bug",
-    "too_large": "message too long",
-}
 
 
 def error_part(kind: str, message: str) -> Static:
