@@ -102,7 +102,6 @@ class GitHistory:
         #: Why history is not kept, or what went wrong last (one line), for the user; None
         #: when all is well.
         self.problem: str | None = None
-        self._said: set[str] = set()
         self._lock = threading.RLock()
         self._repo: pygit2.Repository | None = None
         self._pending = _Pending()
@@ -204,7 +203,7 @@ class GitHistory:
                 with self._file_lock(), _private_files():
                     repo = self.repository()
                     commit_id = self._commit(repo, all_paths, attribution)
-            except (OSError, Timeout, Exception) as exc:  # noqa: BLE001 - history never blocks a write
+            except Exception as exc:  # noqa: BLE001 - history never blocks a write
                 pending.paths.update(dict.fromkeys(wanted))
                 pending.attributions.append(attribution)
                 self._say(f"{COMMIT_FAILED} ({one_line(str(exc))}); it will be with the next one")
@@ -353,7 +352,6 @@ class GitHistory:
 
     def _say(self, line: str) -> None:
         self.problem = line
-        self._said.add(line)
 
     # -- reading --
 
@@ -468,29 +466,6 @@ class GitHistory:
             repo = self.repository()
             commit = self._find(repo, commit_id)
             return str(commit.parents[0].id) if commit.parents else None
-
-    def merge_text(self, ancestor: bytes, ours: bytes, theirs: bytes, rel: str) -> bytes | None:
-        """Three-way merge of one file's versions, line-wise (libgit2's); None on a conflict
-        (the same lines changed on both sides) or when a side is not UTF-8 text."""
-        import pygit2
-
-        try:
-            for data in (ancestor, ours, theirs):
-                data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        with self._locked():
-            repo = self.repository()
-            mode = pygit2.enums.FileMode.BLOB
-            base, mine, other = (
-                pygit2.IndexEntry(rel, repo.create_blob(data), mode)
-                for data in (ancestor, ours, theirs)
-            )
-            result = repo.merge_file_from_index(base, mine, other)
-        if result is None or not result.automergeable:
-            return None
-        merged: str = result.contents
-        return merged.encode("utf-8")
 
     # -- origins --
 
