@@ -349,9 +349,8 @@ class MemoryTools:
                 "endLine": r.end_line,
                 "score": round(r.score, 4),
                 "snippet": _snippet(r.text),
+                "ids": ids,  # empty for daily-log lines and hand-written lines without an id
             }
-            if ids:  # hand-written lines and daily logs have none
-                hit["ids"] = ids
             if self.explain:  # and where it came from (the change that last wrote it)
                 hit["breakdown"] = r.to_json()["breakdown"]
                 origin = self.memory.history.origin(r.path, r.start_line, r.end_line)

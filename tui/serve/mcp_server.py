@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 
 #: Tools that only read.
 READ_ONLY = {"memory_search", "memory_get"}
+#: Tools that change nothing more when called again with the same arguments (a save is
+#: deduplicated; a second forget of the same query could retire other entries).
+IDEMPOTENT = READ_ONLY | {"save_memory"}
 #: Tools that write: one at a time, and never stopped half way by a cancel.
 WRITES = {"save_memory", "forget_memory"}
 #: Held (by every server of the workspace) from counting the retired entries to recording a
@@ -219,7 +222,7 @@ def tool_definition(spec: ToolSpec) -> types.Tool:
         annotations=types.ToolAnnotations(
             readOnlyHint=spec.name in READ_ONLY,
             destructiveHint=spec.name == "forget_memory",
-            idempotentHint=spec.name in READ_ONLY,
+            idempotentHint=spec.name in IDEMPOTENT,
             openWorldHint=False,
         ),
     )

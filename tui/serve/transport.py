@@ -6,7 +6,8 @@ hears about (and a method it does not know into ``-32602``). Here every line get
 
 - not JSON, a lone surrogate escape, nesting too deep: ``-32700`` parse error;
 - JSON that is no JSON-RPC message: ``-32600`` invalid request;
-- a method MCP does not define: ``-32601`` method not found;
+- a method MCP does not define: ``-32601`` method not found (a notification MCP does not
+  define, such as a newer protocol's, is ignored, as JSON-RPC says, without the SDK's warnings);
 - a request other than ``initialize`` or ``ping`` before a valid ``initialize``: ``-32600``.
 
 A reply carries the request's id when one can be read from the line, ``null`` otherwise.
@@ -36,6 +37,12 @@ RequestId = str | int
 KNOWN_METHODS = frozenset(
     method
     for kind in typing.get_args(types.ClientRequest.model_fields["root"].annotation)
+    for method in typing.get_args(kind.model_fields["method"].annotation)
+)
+#: Every notification method a client may send under MCP.
+KNOWN_NOTIFICATIONS = frozenset(
+    method
+    for kind in typing.get_args(types.ClientNotification.model_fields["root"].annotation)
     for method in typing.get_args(kind.model_fields["method"].annotation)
 )
 #: Requests a client may send before ``initialize`` has been answered.
@@ -173,6 +180,10 @@ class Screen:
                 self.initialized = self.initialized or _valid_request(root)
             if root.method in self.cancel_tracked:
                 self.in_flight.received(root.id)
+        elif isinstance(root, types.JSONRPCNotification) and root.method not in (
+            KNOWN_NOTIFICATIONS
+        ):
+            return None  # no answer is due, and the SDK would log ~25 lines of warnings
         elif isinstance(root, types.JSONRPCNotification) and root.method == (
             "notifications/cancelled"
         ):
