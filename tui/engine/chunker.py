@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from .markdown import is_fence, match_bullet, parse_heading
-from .metadata import CONFIDENCE_LEVELS, EntryMeta, split_meta
+from .memory_lines import memory_lines
+from .metadata import CONFIDENCE_LEVELS, EntryMeta
 from .workspace import date_for_path
 
 #: ``date`` under another name, for a field beside one called ``date``.
@@ -43,7 +44,7 @@ class ChunkParams:
     @property
     def fingerprint(self) -> str:
         if self.units:
-            return f"md-units-v4:{self.target_tokens}/{self.context_entries}"
+            return f"md-units-v5:{self.target_tokens}/{self.context_entries}"
         return f"md-v2:{self.target_tokens}/{self.overlap_tokens}"
 
 
@@ -149,8 +150,8 @@ def _parse_blocks(text: str, default_confidence: str) -> list[_Block]:
         current = None
         bullet_indent = -1
 
-    for number, raw in enumerate(text.splitlines(), start=1):
-        visible, meta = split_meta(raw)
+    for number, line in enumerate(memory_lines(text.splitlines()), start=1):
+        visible, meta = line.text, line.meta
         if meta is not None and not meta.active:
             # Forgotten or superseded entries are kept in the file for the record but never indexed.
             continue

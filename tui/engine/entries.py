@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .fileio import printable
 from .markdown import is_fence, is_heading, match_bullet
+from .memory_lines import memory_lines
 from .metadata import EntryMeta, split_meta, with_meta
 from .workspace import MEMORY_FILE
 from .written_text import clean_written_text
@@ -65,18 +66,20 @@ def file_lines(text: str) -> list[str]:
 
 
 def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
-    """Split a memory file into entries (headings, blank lines and fenced code are not entries).
+    """Split a memory file into entries (headings, blank lines, fenced code and lines that say
+    nothing, see :mod:`tui.engine.memory_lines`, are not entries).
 
     Lines are split on ``\\n`` only; ``raw`` keeps each line's bytes as decoded (see
     :func:`tui.engine.fileio.decode_exact`), ``text`` is safe to show and send.
     """
     entries: list[MemoryEntry] = []
     lines = file_lines(text)
+    read = list(memory_lines(lines))
     index = 0
     in_fence = False
     while index < len(lines):
         raw = lines[index]
-        visible, meta = split_meta(raw.removeprefix("\ufeff") if index == 0 else raw)
+        visible, meta = read[index].text, read[index].meta
         if is_fence(visible):
             in_fence = not in_fence
             index += 1
@@ -91,7 +94,7 @@ def parse_entries(text: str, path: str = "MEMORY.md") -> list[MemoryEntry]:
             indent = len(bullet.group(1))
             while index + 1 < len(lines):
                 nxt = lines[index + 1]
-                nxt_visible, _ = split_meta(nxt)
+                nxt_visible = read[index + 1].text
                 nxt_indent = len(nxt_visible) - len(nxt_visible.lstrip())
                 if not nxt_visible.strip() or nxt_indent <= indent:
                     break

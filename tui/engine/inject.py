@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from .metadata import split_meta
+from .memory_lines import memory_lines
 from .options import InjectionOptions
 from .search_results import SearchResult
 from .workspace import MEMORY_FILE
@@ -230,12 +230,12 @@ def measure_memory(
     tokens: list[int] = []
     total = chars = read_chars = 0
     title_checked = False
-    for number, raw_line in enumerate(_lines_lazily(memory_text), start=1):
+    for number, line in enumerate(memory_lines(_lines_lazily(memory_text)), start=1):
+        raw_line = line.raw
         read_chars += len(raw_line) + 1
-        visible, meta = split_meta(raw_line)
-        if meta is not None and not meta.active:
+        if line.hidden or (line.meta is not None and not line.meta.active):
             continue
-        text = neutralise_markers(visible)
+        text = neutralise_markers(line.text)
         if not title_checked and text.strip():
             title_checked = True
             if text.startswith("# "):
