@@ -212,7 +212,8 @@ async def after_a_long_answer(
     engine: ChatEngine, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[MemdeckApp, Pilot[Any], str]]:
     """The app once a message got a streamed answer many segments long: the app, its pilot
-    and the answer. Finished text folds only when the test asks (no fold timer)."""
+    and the answer, every part of it unfolded and laid out. Finished text folds only when the
+    test asks (no fold timer; segments folded as they closed are unfolded)."""
     from tui.app.widgets.chat_message import SEGMENT_CHARS
 
     monkeypatch.setattr(chat_pane_module, "FOLD_INTERVAL", 3600.0)
@@ -222,7 +223,18 @@ async def after_a_long_answer(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         server.enqueue(FakeOpenAI.text([answer[i : i + 50] for i in range(0, len(answer), 50)]))
+        await pilot.hover("#chat-input")
         await send(pilot, "tell me everything")
+        message = app.main_screen.chat_pane.messages[-1]
+
+        def folded() -> bool:
+            return all(isinstance(part, FoldedText) for part in message.text_parts())
+
+        await wait_until(pilot, folded, "the segments folded as they closed")
+        for part in message.text_parts():
+            assert isinstance(part, FoldedText)
+            await message.swap_part(part, part.unfold())
+        await pilot.pause()
         yield app, pilot, answer
 
 

@@ -93,3 +93,16 @@ async def test_notices_are_toasts_in_a_rack_the_screen_css_can_name() -> None:
         toast = app.screen.query_one(compat.Toast)
         # main_screen.tcss moves the rack by this type name
         assert type(toast.parent.parent).__name__ == "ToastRack"  # type: ignore[union-attr]
+
+
+async def test_a_layout_asked_for_is_pending_until_handed_to_the_screen() -> None:
+    app = _Blocks()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        markdown = app.query_one(Markdown)
+        assert not compat.layout_pending(markdown)
+        block = next(b for b in markdown.children if isinstance(b, MarkdownBlock))
+        block.refresh(layout=True)  # a block inside it: the Markdown's size may change
+        assert compat.layout_pending(markdown)
+        await pilot.pause()
+        assert not compat.layout_pending(markdown)

@@ -32,6 +32,7 @@ __all__ = [
     "block_kind",
     "child_blocks",
     "copy_block_context",
+    "layout_pending",
     "list_bullet",
     "palette_search_group",
     "palette_select",
@@ -48,6 +49,15 @@ def picture_of(widget: Widget) -> list[Strip]:
     compositor = Compositor()
     compositor.reflow(widget, widget.outer_size)
     return compositor.render_strips()
+
+
+def layout_pending(widget: Widget) -> bool:
+    """True if ``widget`` or a widget in it is not mounted yet, or has a layout (or a
+    recompose) it has not handed to the screen yet: the last layout may not be its last."""
+    return any(
+        not node.is_mounted or node._layout_required or node._recompose_required
+        for node in widget.walk_children(Widget, with_self=True)
+    )
 
 
 def child_blocks(block: MarkdownBlock) -> list[MarkdownBlock]:

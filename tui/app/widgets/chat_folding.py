@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
 from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown
 
+from tui.app.textual_compat import layout_pending
 from tui.app.widgets.chat_message import ChatMessage
 from tui.app.widgets.folded_text import FoldedText
 
@@ -21,18 +23,66 @@ UNFOLD_VIEWS = 1.0
 FOLD_BUDGET = 0.02
 
 
+def laid_out_final(part: Widget) -> bool:
+    """True if ``part`` was laid out with the text it holds: nothing in it waits for a layout,
+    and the height it was given is the height its blocks take at the width it was given (what
+    any later layout at that width gives it too). A picture of it then has its height."""
+    size = part.content_size
+    if not part.region or not size.width or layout_pending(part):
+        return False
+    viewport = part.app.size
+    return part.get_content_height(Size(size.width, 0), viewport, size.width) == size.height
+
+
 class TextFolder:
-    """Folds the finished text parts of a chat log into pictures (:class:`FoldedText`), one
-    look at a time."""
+    """Folds the finished text parts of a chat log into pictures (:class:`FoldedText`).
+
+    A streamed segment folds at the first layout of the screen after it closed that left it
+    at its final size (:meth:`segment_closed`, :meth:`laid_out`); a look (:meth:`fold`) folds
+    any other finished part (a resumed transcript) and unfolds what is in use or stale. A part
+    folds only when :func:`laid_out_final` holds for it: a size that may still change is
+    never pictured, whatever the timing of the looks.
+    """
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
-        self._settled: dict[Widget, Size] = {}  # finished parts and their size at the last look
+        self._layouts = 0  # layouts of the screen seen so far
+        self._closed: dict[Widget, int] = {}  # closed segments → layouts seen when they closed
 
     @property
     def busy(self) -> bool:
         """True while a look is under way."""
         return self._lock.locked()
+
+    def segment_closed(self, part: Widget) -> None:
+        """A streamed segment got its last text: fold it once a layout shows it so."""
+        self._closed[part] = self._layouts
+
+    def laid_out(self) -> bool:
+        """The screen was laid out: True if a closed segment waits for its fold."""
+        self._layouts += 1
+        return bool(self._closed)
+
+    async def fold_closed(self, log: VerticalScroll) -> int:
+        """Fold the closed segments that were laid out at their final size since they closed
+        (the rest wait for the next layout); how many folded."""
+        if self._lock.locked():
+            return 0  # a look is under way: the next layout comes after its swaps
+        async with self._lock:
+            ready: list[tuple[ChatMessage, Widget]] = []
+            in_use = _parts_in_use(log)
+            for part, closed_at in list(self._closed.items()):
+                message = part.parent
+                if not isinstance(message, ChatMessage) or not message.finished_part(part):
+                    del self._closed[part]  # folded by a look, or gone
+                elif part in in_use:
+                    del self._closed[part]  # a look folds it once it is no longer in use
+                elif self._layouts > closed_at and laid_out_final(part):
+                    ready.append((message, part))
+            swaps = self._pictures(log.region.y, log.region.bottom, ready)
+            for _message, part, _picture in swaps:
+                del self._closed[part]  # (the rest of ``ready``, over the budget: next layout)
+            return await self._swap(log, swaps)
 
     async def fold(self, log: VerticalScroll, messages: list[ChatMessage]) -> int:
         """Fold finished answer text of ``messages`` into pictures, the parts nearest the
@@ -49,9 +99,8 @@ class TextFolder:
         near_above = view.y - UNFOLD_VIEWS * view.height
         near_below = view.bottom + UNFOLD_VIEWS * view.height
         in_use = _parts_in_use(log)
-        settled: dict[Widget, Size] = {}
         swaps: list[tuple[ChatMessage, Widget, Widget]] = []
-        to_fold: list[tuple[int, ChatMessage, Markdown]] = []
+        to_fold: list[tuple[ChatMessage, Widget]] = []
         for message in messages:
             for part in message.text_parts():
                 region = part.region
@@ -65,19 +114,34 @@ class TextFolder:
                     isinstance(part, Markdown)
                     and message.finished_part(part)
                     and part not in in_use
+                    and laid_out_final(part)
                 ):
-                    # a part is pictured once its size held since the last look: a part
-                    # just finished may not be laid out again yet
-                    size, settled[part] = self._settled.get(part), part.outer_size
-                    if size == part.outer_size:
-                        distance = max(view.y - region.bottom, region.y - view.bottom, 0)
-                        to_fold.append((distance, message, part))
-        self._settled = settled
+                    to_fold.append((message, part))
+        swaps += self._pictures(view.y, view.bottom, to_fold)
+        return await self._swap(log, swaps)
+
+    @staticmethod
+    def _pictures(
+        top: int, bottom: int, parts: Iterable[tuple[ChatMessage, Widget]]
+    ) -> list[tuple[ChatMessage, Widget, Widget]]:
+        """Pictures of ``parts``, the nearest the view (``top``..``bottom``) first, for at
+        most :data:`FOLD_BUDGET` seconds."""
+
+        def distance(item: tuple[ChatMessage, Widget]) -> int:
+            region = item[1].region
+            return max(top - region.bottom, region.y - bottom, 0)
+
+        swaps: list[tuple[ChatMessage, Widget, Widget]] = []
         began = time.perf_counter()
-        for _distance, message, part in sorted(to_fold, key=lambda item: item[0]):
+        for message, part in sorted(parts, key=distance):
             if time.perf_counter() - began > FOLD_BUDGET:
                 break
-            swaps.append((message, part, FoldedText.of(part)))
+            if isinstance(part, Markdown):
+                swaps.append((message, part, FoldedText.of(part)))
+        return swaps
+
+    @staticmethod
+    async def _swap(log: VerticalScroll, swaps: list[tuple[ChatMessage, Widget, Widget]]) -> int:
         if swaps:
             with log.app.batch_update():
                 for message, old, new in swaps:

@@ -144,6 +144,13 @@ file (marked superseded), and what they saved to memory stays.
         edit: bool
 
     @dataclass
+    class SegmentClosed(Message):
+        """A streamed text segment got its last text and was rendered with it: ``segment``
+        may be folded once laid out (see ``TextFolder``)."""
+
+        segment: ChatMarkdown
+
+    @dataclass
     class TypedAway(Message):
         """A key with no meaning here was typed: it belongs in the message box."""
 
@@ -359,6 +366,8 @@ file (marked superseded), and what they saved to memory stays.
                 await segment.update(self._segment_text)
         finally:
             self._rendering_again = None
+        if segment is not None and segment.parent is self:
+            self.post_message(self.SegmentClosed(segment))
 
     async def add_tool_call(
         self,

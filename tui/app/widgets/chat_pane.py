@@ -231,6 +231,7 @@ opened again, after a quit too.
         if self.session_id is None:  # (a session opened at start brings its own draft back)
             self.draft_keeper.session_opened(None, None)
         self.set_interval(FOLD_INTERVAL, self._refold)
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._screen_laid_out)
         self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
         # Writes are paced and batched: the log follows once the layout shows it overflowing.
         self.watch(self.log_view, "virtual_size", self._laid_out, init=False)
@@ -256,6 +257,16 @@ opened again, after a quit too.
     @on(FoldedText.Hovered)
     def _look_again(self) -> None:
         self.call_after_refresh(self._refold)
+
+    @on(ChatMessage.SegmentClosed)
+    def _segment_closed(self, event: ChatMessage.SegmentClosed) -> None:
+        event.stop()
+        self._folder.segment_closed(event.segment)
+        event.segment.refresh(layout=True)  # a layout to come, that may show it settled
+
+    async def _screen_laid_out(self, _screen: object) -> None:
+        if self._folder.laid_out():  # a closed segment waits: it folds if this layout settled it
+            await self._folder.fold_closed(self.log_view)
 
     async def _refold(self) -> None:
         if not self._folder.busy:
