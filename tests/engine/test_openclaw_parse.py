@@ -129,9 +129,10 @@ def test_front_matter_is_metadata_only_at_the_top_and_closed() -> None:
 def test_a_session_files_header_bullets_are_its_context_not_entries() -> None:
     lines = (OPENCLAW_WORKSPACE / SESSION).read_text(encoding="utf-8").split("\n")
     assert session_header(lines) == [
-        ("Session Key", "agent:main:telegram:direct:4471"),
-        ("Session ID", "6f1c2a9e-3b7d-4c21-9a55-0d8e7f41b2c3"),
-        ("Source", "telegram"),
+        (1, "Session", "2026-03-05 14:22:09 UTC"),
+        (3, "Session Key", "agent:main:telegram:direct:4471"),
+        (4, "Session ID", "6f1c2a9e-3b7d-4c21-9a55-0d8e7f41b2c3"),
+        (5, "Source", "telegram"),
     ]
     entries = parse_entries("\n".join(lines), SESSION)
     assert [(e.start, e.end) for e in entries] == [(9, 9), (10, 10), (11, 11), (12, 12)]

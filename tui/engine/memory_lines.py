@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
+from typing import NamedTuple
 
 from .markdown import is_fence, parse_heading
 from .metadata import EntryMeta, split_meta
@@ -166,12 +167,25 @@ def memory_lines(lines: Iterable[str]) -> Iterator[MemoryLine]:
         yield MemoryLine(raw, visible, meta, text, hidden)
 
 
-def session_header(lines: Iterable[str]) -> list[tuple[str, str]]:
-    """The ``(key, value)`` bullets of a session file's header (``[]`` for other files)."""
-    found: list[tuple[str, str]] = []
-    for line in memory_lines(lines):
-        if line.hidden and (match := _HEADER_BULLET.match(line.visible)):
-            found.append((match.group(1).strip(), line.visible[match.end() :].strip()))
-        elif line.text.strip() and parse_heading(line.text) is None:
+class HeaderField(NamedTuple):
+    """One line of a session file's header: its number, key and value."""
+
+    line: int
+    key: str
+    value: str
+
+
+def session_header(lines: Iterable[str]) -> list[HeaderField]:
+    """A session file's title (key ``Session``) and key/value bullets; ``[]`` for other files."""
+    found: list[HeaderField] = []
+    for number, line in enumerate(memory_lines(lines), start=1):
+        heading = parse_heading(line.text) if line.text.strip() else None
+        if not found and _is_session_title(heading):
+            assert heading is not None
+            found.append(HeaderField(number, "Session", heading[1][len(_SESSION_TITLE) :].strip()))
+        elif found and line.hidden and (match := _HEADER_BULLET.match(line.visible)):
+            value = line.visible[match.end() :].strip()
+            found.append(HeaderField(number, match.group(1).strip(), value))
+        elif line.text.strip():
             break
     return found

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date
 
 from rich.table import Table
@@ -24,6 +25,7 @@ from tui.app.panels.base import EnginePanel, describe_breakdown, format_source, 
 from tui.app.panels.origins import OriginText, describe_origin, session_of
 from tui.app.panels.result_table import ResultTable
 from tui.engine.engine import MemoryEngine
+from tui.engine.memory_lines import HeaderField, session_header
 from tui.engine.score_formula import score_formula
 from tui.engine.search import SearchResponse, SearchResult
 from tui.engine.textsearch import query_terms
@@ -80,9 +82,11 @@ def render_context(
     start_line: int,
     end_line: int,
     pattern: re.Pattern[str] | None = None,
+    header: Sequence[HeaderField] = (),
 ) -> Table:
     """File lines with a line-number gutter; the chunk's lines ``start..end`` marked ``▌``, the
-    query's terms (``pattern``) highlighted in them.
+    query's terms (``pattern``) highlighted in them; above them, the ``header`` of a session
+    file when its lines are not among them (the entry's context: no fact, never indexed).
 
     A grid, so a long line wraps under its text rather than under the gutter.
     """
@@ -90,6 +94,13 @@ def render_context(
     grid.add_column(justify="right", no_wrap=True)
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
+    for part in header:
+        if part.line < first_line:
+            grid.add_row(
+                Text(str(part.line), style="dim"),
+                Text("  "),
+                Text(f"{part.key}: {part.value}", style="dim italic"),
+            )
     for offset, line in enumerate(lines):
         number = first_line + offset
         inside = start_line <= number <= end_line
@@ -129,6 +140,8 @@ class SearchPanel(EnginePanel):
         end_line: int
         error: str | None = None
         query: str = ""
+        #: The session file's header (:func:`session_header`): shown above the lines.
+        header: list[HeaderField] = field(default_factory=list)
 
     HELP = """\
 ## Search
@@ -410,6 +423,7 @@ How the score is computed:
             return
         first = max(1, result.start_line - CONTEXT_LINES)
         last = min(len(all_lines), result.end_line + CONTEXT_LINES)
+        header = [f for f in session_header(all_lines) if f.line < first]
         if not get_current_worker().is_cancelled:
             query = self.response.query if self.response is not None else ""
             self.post_message(
@@ -421,6 +435,7 @@ How the score is computed:
                     result.start_line,
                     result.end_line,
                     query=query,
+                    header=header,
                 )
             )
 
@@ -436,13 +451,20 @@ How the score is computed:
         pattern = term_pattern(message.query)
         context.update(
             render_context(
-                message.first_line, message.lines, message.start_line, message.end_line, pattern
+                message.first_line,
+                message.lines,
+                message.start_line,
+                message.end_line,
+                pattern,
+                message.header,
             )
         )
         line = first_match(
             message.first_line, message.lines, message.start_line, message.end_line, pattern
         )
-        self.call_after_refresh(self._scroll_to_line, line - message.first_line)
+        self.call_after_refresh(
+            self._scroll_to_line, line - message.first_line + len(message.header)
+        )
 
     def _scroll_to_line(self, offset: int) -> None:
         """Show the matching line (with a line of context above it) at the top of the view."""
