@@ -98,7 +98,7 @@ def plan_sync(workspace: Workspace, changed: Iterable[str]) -> SyncPlan:
     paths: set[str] = set()
     rescan = False
     for rel in changed:
-        if not is_watched(rel):
+        if not (is_watched(rel) or rel in workspace.extra_files):
             continue
         full = workspace.root / rel
         if full.is_dir():
@@ -148,7 +148,11 @@ class WorkspaceWatcher:
             rel = Path(path).relative_to(root).as_posix()
         except ValueError:
             return False
-        return is_watched(rel) or (self.on_sessions is not None and is_session_file(rel))
+        return (
+            is_watched(rel)
+            or rel in self.engine.workspace.extra_files
+            or (self.on_sessions is not None and is_session_file(rel))
+        )
 
     async def run(self) -> None:
         """Watch until :meth:`stop` is called (or the worker running this is cancelled)."""

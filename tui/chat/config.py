@@ -198,6 +198,8 @@ def _expected(setting: Setting) -> str:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     expected = _TYPE_WORDS.get(annotation, str(annotation))
+    if typing.get_origin(annotation) is list:
+        expected = "an array of strings"
     bounds = {
         bound: getattr(rule, bound)
         for rule in setting.info.metadata
@@ -290,13 +292,17 @@ def open_memory(
     from ..engine.engine import MemoryEngine
     from ..engine.workspace import Workspace
 
-    return MemoryEngine(
-        Workspace.open(workspace_root(config, root), create=create),
+    engine = MemoryEngine(
+        Workspace.open(
+            workspace_root(config, root), create=create, extra_files=tuple(config.extra_files)
+        ),
         embedder=embedder_for(config, resident=resident),
         search_options=config.search_options(),
         injection_options=config.injection_options(),
         history=config.history.mode,
     )
+    engine.store.save_heading = config.save_heading or None
+    return engine
 
 
 # -- reading --
@@ -345,6 +351,8 @@ def _file_problem(
         setting = _FILE_FIELDS.get(key)
         hint = f" (it belongs in [{setting.section}])" if setting is not None else ""
         return ConfigError(f"unknown key {key!r} in [{section}]{hint}", path, line)
+    if error["type"] == "value_error":  # a setting's own check (extra_files, save_heading)
+        return ConfigError(f"{key}: {error['msg'].removeprefix('Value error, ')}", path, line)
     return ConfigError(_invalid(_BY_KEY[section, key], table[key], key), path, line)
 
 

@@ -15,8 +15,10 @@ from urllib.parse import urlsplit
 import platformdirs
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..engine.markdown import parse_heading
 from ..engine.options import InjectionOptions, SearchOptions
 from ..engine.redaction import display_url
+from ..engine.workspace import check_extra_file
 
 if TYPE_CHECKING:
     from ..engine.embeddings import Embedder
@@ -151,6 +153,13 @@ _SEARCH = SearchOptions()
 _INJECTION = InjectionOptions()
 
 
+def _heading_line(text: str) -> str:
+    heading = parse_heading(text) if "\n" not in text else None
+    if text and (heading is None or not heading[1]):
+        raise ValueError(f'{text[:80]!r} is not a Markdown heading line such as "## Notes"')
+    return text.strip()
+
+
 class MemorySettings(Section):
     """``[memory]``: the workspace, what is searched and injected, and consolidation's reach.
 
@@ -185,6 +194,14 @@ class MemorySettings(Section):
     """Threshold mode: every result above this relevance, no fixed cap."""
     consolidate_max_days: int = Field(default=7, ge=1, le=3650)
     """Consolidation reads the daily logs since the last one, at most this many days back."""
+    extra_files: list[Annotated[str, AfterValidator(check_extra_file)]] = []
+    """Markdown files besides MEMORY.md and memory/ that are memory too (searched, readable
+    by memory_get, watched, in the history), relative to the workspace folder, e.g.
+    ["USER.md"] in an OpenClaw workspace."""
+    save_heading: Annotated[str, AfterValidator(_heading_line)] = ""
+    """The MEMORY.md heading saved memories go under, e.g. "## Notes" (added at the end when
+    missing). Empty: the end of the file, or under "## Saved by memdeck" when the file
+    ends in a section another tool writes (OpenClaw's promotions, its dreaming blocks)."""
 
     def search_options(self) -> SearchOptions:
         """The engine's search knobs: every setting that is a :class:`SearchOptions` field."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.fileio import append_text, read_own_file
-from ..engine.workspace import Workspace
+from ..engine.workspace import Workspace, make_own_folder
 from .supersede import Superseded, SupersedeReason
 from .transcript import (
     CONVERSATION_ROLES,
@@ -215,7 +215,7 @@ class SessionStore:
         path = self.path(session_id)
         if path.exists():
             raise SessionError(f"session {session_id!r} already exists")
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_own_folder(self.root)
         record: dict[str, Any] = {
             "type": "session",
             "version": SESSION_VERSION,

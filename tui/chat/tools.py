@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from ..engine.engine import MemoryEngine
 from ..engine.fileio import ConcurrentEditError, FileTooLargeError, read_bounded
 from ..engine.history_records import Attribution, Source
+from ..engine.managed_regions import ReadOnlyRegionError
 from ..engine.metadata import split_meta
 from ..engine.store import (
     EntryBatch,
@@ -88,6 +89,8 @@ class ForgetPlan:
 
     query: str
     entries: list[MemoryEntry]
+    #: Why matches were left out: they are inside a block another tool manages.
+    read_only: tuple[str, ...] = ()
 
     def describe(self) -> list[str]:
         """One line per entry: ``path#Lline: text``."""
@@ -194,6 +197,8 @@ class MemoryTools:
             return ToolResult.error("validation_error", str(exc))
         except PathRefusedError as exc:
             return ToolResult.error("path_refused", str(exc))
+        except ReadOnlyRegionError as exc:
+            return ToolResult.error("read_only", str(exc))
         except (OSError, ValueError, ConcurrentEditError) as exc:
             return ToolResult.error("failed", f"{name} failed: {exc}")
         except Exception as exc:  # a bug must reach the model and the user as one line
@@ -220,6 +225,7 @@ class MemoryTools:
         supersedes = arguments.get("supersedes", "").strip()
         normalized = normalize_entry_text(content)
         retire, why, candidates = self._superseded_by(content, supersedes, self._others(content))
+        retire, read_only = self._writable(retire)
         remembered: list[MemoryEntry] = []
 
         def unless_remembered(memory_text: str, contents: Sequence[str]) -> Sequence[str]:
@@ -263,6 +269,8 @@ class MemoryTools:
                 f" Retired {len(retired)} older memor{'y' if len(retired) == 1 else 'ies'} "
                 "(kept in the audit trail)."
             )
+        elif read_only:
+            result["note"] = "nothing was superseded: " + read_only[0]
         elif supersedes:
             result["note"] = (
                 f"nothing was superseded: {_snippet(supersedes, 80)!r} is not the id or the exact "
@@ -285,7 +293,14 @@ class MemoryTools:
         (named in ``supersedes``, or exactly negated); nothing is written."""
         content = clean_written_text(arguments["content"]).text.strip()
         supersedes = arguments.get("supersedes", "").strip()
-        return self._superseded_by(content, supersedes, self._others(content))[0]
+        return self._writable(self._superseded_by(content, supersedes, self._others(content))[0])[0]
+
+    def _writable(self, entries: list[MemoryEntry]) -> tuple[list[MemoryEntry], list[str]]:
+        """``entries`` memdeck may change, and why the others are left (each inside a block
+        another tool manages)."""
+        reasons = self.memory.store.read_only_reasons(entries) if entries else []
+        kept = [entry for entry, reason in zip(entries, reasons, strict=True) if reason is None]
+        return kept, [reason for reason in reasons if reason]
 
     def _others(self, content: str) -> list[MemoryEntry]:
         """The active MEMORY.md entries that are not ``content`` itself."""
@@ -446,7 +461,10 @@ class MemoryTools:
 
     def _plan_forget(self, arguments: dict[str, Any]) -> ForgetPlan | ToolResult:
         query = arguments["query"]
-        found = self.find_entries(query)
+        found, read_only = self._writable(self.find_entries(query))
+        if not found and read_only:
+            more = f" ({len(read_only) - 1} more like it)" if len(read_only) > 1 else ""
+            return ToolResult.error("read_only", read_only[0] + more)
         if not found:
             return ToolResult.error(
                 "not_found",
@@ -458,7 +476,7 @@ class MemoryTools:
                 f"{len(found)} memories match; be more specific.",
                 matches=[f"{e.path}#L{e.start}: {_snippet(e.text, 120)}" for e in found[:10]],
             )
-        return ForgetPlan(query, found)
+        return ForgetPlan(query, found, tuple(read_only))
 
     def _apply_forget(self, plan: ForgetPlan) -> ToolResult:
         retired, change = self.memory.forget(
@@ -466,14 +484,16 @@ class MemoryTools:
             reason=f"forget_memory: {plan.query.strip()}",
             origin="assistant: forget_memory",
         )
-        return ToolResult(
-            True,
-            {
-                "forgotten": [{"path": e.path, "text": _snippet(e.text, 200)} for e in retired],
-                "message": f"Forgot {len(retired)} memor{'y' if len(retired) == 1 else 'ies'}.",
-            },
-            change.paths,
-        )
+        content: dict[str, Any] = {
+            "forgotten": [{"path": e.path, "text": _snippet(e.text, 200)} for e in retired],
+            "message": f"Forgot {len(retired)} memor{'y' if len(retired) == 1 else 'ies'}.",
+        }
+        if plan.read_only:
+            content["left"] = list(plan.read_only)
+            content["message"] += (
+                f" Left {len(plan.read_only)} inside blocks another tool manages (read-only)."
+            )
+        return ToolResult(True, content, change.paths)
 
     # -- daily log (silent pre-compaction turn only) --
 

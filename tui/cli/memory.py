@@ -322,10 +322,13 @@ def _run_stats(args: argparse.Namespace) -> int:
     try:
         _print_warnings(engine.sync(embed=False).warnings)
         stats = engine.stats()
+        suggestions = engine.workspace.suggestions()
         if args.json:
-            print(json.dumps(stats))
+            print(json.dumps({**stats, "suggestions": suggestions}))
         else:
             print(describe_stats(stats))
+            for line in suggestions:
+                print(f"{'hint':<10} {line}")
     finally:
         engine.close()
     return 0

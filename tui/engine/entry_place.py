@@ -1,4 +1,5 @@
-"""Where a MEMORY.md entry was, so that a restore puts it back there.
+"""Where a MEMORY.md entry was, so that a restore puts it back there; and where a new one
+goes (:func:`append_saved`).
 
 When an entry is forgotten or superseded, the audit trail keeps its :class:`EntryPlace`: the
 headings above it, the entries before and after it in that section (the nearest few, as
@@ -18,6 +19,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .entries import append_entries, insert_lines, line_body, split_lines
+from .managed_regions import is_entry_marker, managed_regions
 from .markdown import is_fence, parse_heading
 
 #: An entry of a file: the index of its first line and its lines, as written.
@@ -26,6 +29,9 @@ Block = tuple[int, tuple[str, ...]]
 MAX_SECTION_DEPTH = 64
 #: Neighbours kept on each side of an entry.
 NEIGHBOURS = 4
+#: The heading saves go under when none is configured and MEMORY.md ends in a section
+#: another tool writes (see :func:`append_saved`).
+SAVE_HEADING = "## Saved by memdeck"
 
 
 @dataclass(frozen=True)
@@ -223,3 +229,44 @@ def insertion_point(
     if not place.previous:
         return start + _blanks_after(bodies, start, place.blank_above, end)
     return end - _blanks_before(bodies, end, place.blank_below, start)
+
+
+def _tool_written(bodies: Sequence[str], start: int) -> bool:
+    """Whether the lines from ``start`` on hold another tool's marks (an entry marker, or a
+    region it manages)."""
+    return any(is_entry_marker(body) for body in bodies[start:]) or any(
+        region.last >= start for region in managed_regions(bodies)
+    )
+
+
+def save_point(bodies: Sequence[str], heading: str | None) -> tuple[int, list[str]] | None:
+    """Where entries saved to MEMORY.md go: ``(line index they go before, lines written
+    before them)``; None for the end of the file, as always.
+
+    Under ``heading`` when the file has it (after the last line of its section), or when it
+    was configured (then added at the end, after a blank line). Without one, the end of the
+    file, unless its last section is another tool's (OpenClaw's ``## Promoted From
+    Short-Term Memory``, a dreaming block): then under :data:`SAVE_HEADING`, found or added.
+    """
+    wanted = parse_heading(heading or SAVE_HEADING)
+    _, heading_lines = _headings(bodies)
+    mine = [i for i in heading_lines if parse_heading(bodies[i]) == wanted]
+    if mine:
+        start, end = _region(heading_lines, mine[0], len(bodies))
+        last = max((i for i in range(start, end) if bodies[i].strip()), default=None)
+        return (start, [""]) if last is None else (last + 1, [])
+    if heading is None and not _tool_written(bodies, heading_lines[-1] if heading_lines else 0):
+        return None
+    blank = [""] if bodies and bodies[-1].strip() else []
+    return len(bodies), [*blank, heading or SAVE_HEADING, ""]
+
+
+def append_saved(text: str, entries: Sequence[str], heading: str | None = None) -> str:
+    """MEMORY.md's ``text`` with saved ``entries`` (formatted bullets) where
+    :func:`save_point` puts them, in the file's own line endings; every other byte kept."""
+    lines = split_lines(text)
+    point = save_point([line_body(line) for line in lines], heading) if text.strip() else None
+    if point is None:
+        return append_entries(text, entries)
+    at, before = point
+    return insert_lines(text, lines, at, [*before, *"\n".join(entries).split("\n")])

@@ -68,6 +68,11 @@ def printable(text: str) -> str:
     return encode_exact(text).decode("utf-8", errors="replace")
 
 
+def private_lock(path: Path, timeout: float = 10) -> FileLock:
+    """An inter-process lock on the lock file ``path``, which is created private (0600)."""
+    return FileLock(str(path), timeout=timeout, mode=PRIVATE_FILE_MODE)
+
+
 def lock_for(path: Path) -> FileLock:
     """The inter-process lock that guards app writes to ``path``.
 
@@ -85,8 +90,8 @@ def lock_for(path: Path) -> FileLock:
             rel = os.path.relpath(path, parent).replace(os.sep, "__")
             lock_file = locks / f"{rel}.lock"
             refuse_own_links(lock_file)  # filelock opens it with O_NOFOLLOW: a link fails there
-            return FileLock(str(lock_file), timeout=10)
-    return FileLock(str(path) + ".lock", timeout=10)
+            return private_lock(lock_file)
+    return private_lock(Path(str(path) + ".lock"))
 
 
 def open_own_file(path: Path, flags: int, mode: int = PRIVATE_FILE_MODE) -> int:

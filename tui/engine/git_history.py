@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from .fileio import PRIVATE_DIR_MODE, lock_for
+from .fileio import PRIVATE_DIR_MODE, lock_for, private_lock
 from .git_origins import LineOrigins
 from .history_records import (
     Attribution,
@@ -128,7 +128,7 @@ class GitHistory:
     def _file_lock(self) -> FileLock:
         locks = self.root / STATE_DIR / "locks"
         locks.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-        return FileLock(str(locks / "history.lock"), timeout=10)
+        return private_lock(locks / "history.lock")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -143,7 +143,8 @@ class GitHistory:
         import pygit2
 
         git_dir = self.root / ".git"
-        if git_dir.exists():
+        created = not git_dir.exists()
+        if not created:
             try:
                 repo = pygit2.Repository(str(self.root))
                 if not repo.head_is_unborn:
@@ -161,7 +162,8 @@ class GitHistory:
         with contextlib.suppress(OSError):
             os.chmod(git_dir, PRIVATE_DIR_MODE)
         ignore = self.root / ".gitignore"
-        if not ignore.exists():
+        # a repository that was there before (OpenClaw makes one) keeps its own ignore rules
+        if created and not ignore.exists():
             with _private_files():
                 ignore.write_text(GITIGNORE, encoding="utf-8")
         self._repo = repo
@@ -297,7 +299,11 @@ class GitHistory:
             return None
 
     def _is_tracked_path(self, rel: str) -> bool:
-        return rel == MEMORY_FILE or (rel.startswith(f"{MEMORY_DIR}/") and rel.endswith(".md"))
+        return (
+            rel == MEMORY_FILE
+            or rel in self.workspace.extra_files
+            or (rel.startswith(f"{MEMORY_DIR}/") and rel.endswith(".md"))
+        )
 
     def _changed_on_disk(self, repo: pygit2.Repository) -> list[str]:
         """The memory files that differ from the last commit (new, changed or gone): only
@@ -306,11 +312,18 @@ class GitHistory:
 
         repo.index.read()
         current = pygit2.enums.FileStatus.CURRENT
-        return sorted(
+        changed = {
             rel
             for rel, flags in repo.status(untracked_files="all").items()
             if flags != current and self._is_tracked_path(rel)
+        }
+        # an extra file configured after the repository was made may be ignored by its rules
+        changed.update(
+            rel
+            for rel in self.workspace.extra_files
+            if rel not in repo.index and (self.root / rel).is_file()
         )
+        return sorted(changed)
 
     def _commit(
         self,

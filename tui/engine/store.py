@@ -17,7 +17,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from .entries import (
     retire_in_text,
     split_lines,
 )
-from .entry_place import EntryPlace, entry_place, insertion_point
+from .entry_place import EntryPlace, append_saved, entry_place, insertion_point
 from .fileio import (
     ConcurrentEditError,
     append_text,
@@ -58,6 +58,13 @@ from .history import (
     RetiredRecord,
     append_history,
     read_retired_records,
+)
+from .managed_regions import (
+    ManagedRegion,
+    ReadOnlyRegionError,
+    managed_regions,
+    markers_above,
+    region_holding,
 )
 from .metadata import EntryMeta, new_entry_id
 from .workspace import MEMORY_FILE, PathRefusedError, Workspace, refuse_own_links
@@ -92,6 +99,22 @@ __all__ = [
 #: Under ``.memdeck``: copies of unsaved editor text kept when the app is killed.
 RECOVERY_DIR = "recovery"
 ANNOUNCED_SUFFIX = ".announced"
+
+
+def _managed_reason(
+    bodies: Sequence[str], regions: Sequence[ManagedRegion], entry: MemoryEntry
+) -> str | None:
+    """Why ``entry`` may not be changed (it is in one of ``regions``), else None."""
+    at = find_block(list(bodies), entry)
+    if at is None:
+        return None
+    region = region_holding(regions, at, at + len(entry.raw) - 1)
+    if region is None:
+        return None
+    return (
+        f"{entry.path}#L{at + 1} is inside {region.describe(entry.path)}, which another tool "
+        "manages and rewrites: memdeck leaves it as it is"
+    )
 
 
 def fallback_recovery_dir() -> Path:
@@ -179,6 +202,9 @@ class MemoryStore:
         #: engine commits an outside edit it has not seen yet, so the write's commit is only
         #: the write).
         self.before_write: Callable[[str], object] | None = None
+        #: The MEMORY.md heading saves go under (``[memory] save_heading``); None: see
+        #: :func:`~tui.engine.entry_place.save_point`.
+        self.save_heading: str | None = None
 
     def _before(self, rel: str) -> None:
         if self.before_write is not None:
@@ -316,7 +342,7 @@ class MemoryStore:
             at=day or date.today(),
         )
         entry = format_entry(content, meta)
-        self.edit_memory(lambda text: append_entries(text, [entry]))
+        self.edit_memory(lambda text: append_saved(text, [entry], self.save_heading))
         return meta
 
     def add_entries(
@@ -353,7 +379,7 @@ class MemoryStore:
             ]
             written.extend(metas)
             entries = [format_entry(c, m) for c, m in zip(contents, metas, strict=True)]
-            return append_entries(text, entries) if entries else text
+            return append_saved(text, entries, self.save_heading) if entries else text
 
         self.edit_memory(append)
         return list(written)
@@ -378,16 +404,23 @@ class MemoryStore:
         """Soft-delete entries: ``state`` is ``forgotten`` or ``superseded``.
 
         Entries of MEMORY.md are moved out of the file into the audit trail (history first, so
-        a crash in between never loses the text). Entries of daily logs stay in place, each line
-        marked ``state=...`` so it is never indexed again. Survives a reindex either way.
-        Returns the entries actually retired (those still found unchanged in their file).
+        a crash in between never loses the text), with the marker lines another tool keeps
+        above them (:func:`~tui.engine.managed_regions.markers_above`). Entries of daily logs
+        stay in place, each line marked ``state=...`` so it is never indexed again. Survives a
+        reindex either way. Returns the entries actually retired (those still found unchanged
+        in their file). An entry inside a region another tool manages is refused with
+        :class:`~tui.engine.managed_regions.ReadOnlyRegionError`, and nothing is retired.
         """
         by_path: dict[str, list[MemoryEntry]] = {}
         for entry in entries:
             by_path.setdefault(entry.path, []).append(entry)
+        for rel_path, chosen in by_path.items():
+            self._refuse_managed(self._text_of(rel_path), chosen)
         retired: list[MemoryEntry] = []
         for rel_path, chosen in by_path.items():
             chosen = sorted(chosen, key=lambda e: e.start)  # an undo then restores top down
+            if rel_path == MEMORY_FILE:
+                chosen = self._with_markers(chosen)
             places = self._places(rel_path, chosen)
             for entry, place in zip(chosen, places, strict=True):
                 self.record_history(
@@ -404,10 +437,52 @@ class MemoryStore:
             done: list[MemoryEntry] = []
             self.edit_file(
                 rel_path,
-                functools.partial(retire_in_text, chosen=chosen, state=state, done=done),
+                functools.partial(self._retire_in, chosen=chosen, state=state, done=done),
             )
             retired.extend(done)
         return retired
+
+    def read_only_reasons(self, entries: Sequence[MemoryEntry]) -> list[str | None]:
+        """For each entry, why memdeck may not change it (it is inside a region another tool
+        manages: one line), else None."""
+        regions: dict[str, tuple[list[str], list[ManagedRegion]]] = {}
+        reasons: list[str | None] = []
+        for entry in entries:
+            if entry.path not in regions:
+                bodies = file_lines(self._text_of(entry.path))
+                regions[entry.path] = (bodies, managed_regions(bodies))
+            bodies, found = regions[entry.path]
+            reasons.append(_managed_reason(bodies, found, entry))
+        return reasons
+
+    def _retire_in(
+        self, text: str, chosen: Sequence[MemoryEntry], state: str, done: list[MemoryEntry]
+    ) -> str:
+        self._refuse_managed(text, chosen)  # under the lock: as the file is now
+        return retire_in_text(text, chosen, state, done)
+
+    def _refuse_managed(self, text: str, chosen: Sequence[MemoryEntry]) -> None:
+        bodies = file_lines(text)
+        found = managed_regions(bodies)
+        for entry in chosen:
+            reason = _managed_reason(bodies, found, entry)
+            if reason:
+                raise ReadOnlyRegionError(reason)
+
+    def _with_markers(self, chosen: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+        """MEMORY.md entries with the marker lines above them (another tool's key for the
+        entry: removed with it, so none is left pointing at nothing; restored with it)."""
+        bodies = file_lines(self._text_of(MEMORY_FILE))
+        grown: list[MemoryEntry] = []
+        for entry in chosen:
+            at = find_block(bodies, entry)
+            count = markers_above(bodies, at) if at is not None else 0
+            grown.append(
+                replace(entry, start=entry.start - count, raw=(*bodies[at - count : at], *entry.raw))
+                if at is not None and count
+                else entry
+            )
+        return grown
 
     def _places(self, rel_path: str, chosen: Sequence[MemoryEntry]) -> list[EntryPlace | None]:
         """Where each of ``chosen`` is in MEMORY.md now (None: not found, or a daily log,

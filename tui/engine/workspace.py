@@ -15,6 +15,13 @@ MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
 STATE_DIR = ".memdeck"
 SESSIONS_DIR = "sessions"
+#: Written in ``.memdeck/`` (and ``sessions/``) when memdeck makes the folder: a ``git add .``
+#: in a workspace that is a git repository (OpenClaw's is) leaves memdeck's own files out.
+OWN_GITIGNORE = "# memdeck's own files: never versioned\n*\n"
+#: Files in a workspace's root that make it an OpenClaw agent workspace.
+OPENCLAW_MARKS = ("AGENTS.md", "SOUL.md")
+#: The root file OpenClaw keeps the user's profile in, and indexes as memory.
+OPENCLAW_USER_FILE = "USER.md"
 
 _DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 
@@ -58,6 +65,40 @@ def refuse_own_links(path: Path | str) -> None:
             )
 
 
+def make_own_folder(path: Path) -> None:
+    """Create memdeck's folder ``path`` (private) if missing, and give it a ``.gitignore``
+    holding ``*`` if it has none, so that nothing in it is ever committed."""
+    refuse_own_links(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ignore = path / ".gitignore"
+    refuse_own_links(ignore)
+    if ignore.exists():
+        return
+    try:
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # another memdeck process wrote it just now
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(OWN_GITIGNORE)
+
+
+def check_extra_file(rel_path: str) -> str:
+    """``rel_path`` as an extra memory file (see :attr:`Workspace.extra_files`), cleaned;
+    ValueError with one line saying why it cannot be one."""
+    cleaned = rel_path.strip().replace("\\", "/")
+    parts = [part for part in cleaned.split("/") if part not in ("", ".")]
+    if cleaned.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", cleaned):
+        raise ValueError(f"{rel_path!r}: give a path relative to the workspace folder")
+    if ".." in parts:
+        raise ValueError(f"{rel_path!r}: '..' is not allowed")
+    rel = "/".join(parts)
+    if not rel.lower().endswith(".md"):
+        raise ValueError(f"{rel_path!r}: only Markdown files (.md) can be memory")
+    if any(part.startswith(".") for part in parts) or parts[0] in OWN_FOLDERS:
+        raise ValueError(f"{rel_path!r}: hidden files and memdeck's own folders are not memory")
+    return rel
+
+
 def default_workspace() -> Path:
     """``MEMDECK_WORKSPACE`` if set, else the platform data dir."""
     env = os.environ.get("MEMDECK_WORKSPACE")
@@ -84,12 +125,21 @@ def date_for_path(rel_path: str) -> date | None:
 
 @dataclass(frozen=True)
 class Workspace:
-    """A memdeck workspace rooted at ``root``."""
+    """A memdeck workspace rooted at ``root``; ``extra_files``: Markdown files besides
+    ``MEMORY.md`` and ``memory/`` that are memory too (``[memory] extra_files``, e.g.
+    OpenClaw's ``USER.md``), workspace-relative, checked by :func:`check_extra_file`."""
 
     root: Path
+    extra_files: tuple[str, ...] = ()
 
     @classmethod
-    def open(cls, root: Path | str | None = None, *, create: bool = True) -> Workspace:
+    def open(
+        cls,
+        root: Path | str | None = None,
+        *,
+        create: bool = True,
+        extra_files: tuple[str, ...] = (),
+    ) -> Workspace:
         """Open (and by default create) the workspace at ``root`` or the default location."""
         path = Path(root).expanduser() if root is not None else default_workspace()
         if path.exists() and not path.is_dir():
@@ -98,10 +148,11 @@ class Workspace:
             if not create:
                 raise WorkspaceError(f"workspace {path} does not exist")
             path.mkdir(mode=0o700, parents=True)
-        workspace = cls(path.resolve())
+        extras = tuple(dict.fromkeys(check_extra_file(rel) for rel in extra_files))
+        workspace = cls(path.resolve(), tuple(r for r in extras if r != MEMORY_FILE))
         for own in OWN_FOLDERS:
             refuse_own_links(workspace.root / own)
-        (workspace.root / STATE_DIR).mkdir(mode=0o700, exist_ok=True)
+        make_own_folder(workspace.state_dir)
         return workspace
 
     @property
@@ -136,12 +187,28 @@ class Workspace:
         """Workspace-relative POSIX path of ``path``."""
         return Path(os.path.relpath(path, self.root)).as_posix()
 
+    def is_openclaw(self) -> bool:
+        """Whether this is an OpenClaw agent workspace (its ``AGENTS.md`` or ``SOUL.md``)."""
+        return any((self.root / name).is_file() for name in OPENCLAW_MARKS)
+
+    def suggestions(self) -> list[str]:
+        """What the user may want to configure for this workspace, a line each: an OpenClaw
+        workspace's ``USER.md`` when it is not memory here yet."""
+        user = OPENCLAW_USER_FILE
+        if user in self.extra_files or not self.is_openclaw() or not (self.root / user).is_file():
+            return []
+        return [
+            f"this is an OpenClaw workspace: to search its {user} as memory too, add "
+            f'extra_files = ["{user}"] under [memory] in config.toml'
+        ]
+
     def is_memory_path(self, rel_path: str) -> bool:
-        """True for ``MEMORY.md`` and Markdown files under ``memory/`` (no hidden parts)."""
+        """True for ``MEMORY.md``, the extra files and Markdown files under ``memory/`` (no
+        hidden parts)."""
         parts = rel_path.split("/")
         if any(part.startswith(".") for part in parts):
             return False
-        if rel_path == MEMORY_FILE:
+        if rel_path == MEMORY_FILE or rel_path in self.extra_files:
             return True
         return parts[0] == MEMORY_DIR and len(parts) > 1 and rel_path.lower().endswith(".md")
 
@@ -166,8 +233,9 @@ class Workspace:
             raise PathRefusedError(f"{requested!r}: '..' is not allowed")
         rel = "/".join(parts)
         if not self.is_memory_path(rel):
+            extra = "".join(f", {name}" for name in self.extra_files)
             raise PathRefusedError(
-                f"{requested!r}: only MEMORY.md and Markdown files under memory/ can be read"
+                f"{requested!r}: only MEMORY.md{extra} and Markdown files under memory/ can be read"
             )
         candidate = self.root / rel
         resolved = self._resolve_inside(rel)
@@ -210,8 +278,9 @@ class Workspace:
         warning when they loop or lead out).
         """
         candidates: list[Path] = []
-        if self.memory_file.is_symlink() or self.memory_file.exists():
-            candidates.append(self.memory_file)
+        for root_file in (self.memory_file, *(self.root / rel for rel in self.extra_files)):
+            if root_file.is_symlink() or root_file.exists():
+                candidates.append(root_file)
         if self.memory_dir.is_dir():
             for dirpath, dirnames, filenames in os.walk(self.memory_dir, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

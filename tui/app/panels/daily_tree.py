@@ -29,7 +29,7 @@ from tui.app.panels.daily_log_tree import DailyLogTree
 from tui.app.panels.daily_marks import block_at, is_retired_block, mark_retired, retired_lines
 from tui.engine.engine import MemoryEngine
 from tui.engine.markdown import is_fence, parse_heading
-from tui.engine.workspace import MEMORY_DIR, date_for_path
+from tui.engine.workspace import MEMORY_DIR, MEMORY_FILE, date_for_path
 
 #: Seconds between two looks whether a hidden panel holding a re-read log is shown again.
 HIDDEN_CHECK_S = 0.5
@@ -260,7 +260,8 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
 
     def index_changed(self, paths: list[str]) -> None:
         """Reload when a daily log changed (an empty list means anything may have)."""
-        if not paths or any(path.startswith(MEMORY_DIR + "/") for path in paths):
+        extra = self.engine.workspace.extra_files
+        if not paths or any(path.startswith(MEMORY_DIR + "/") or path in extra for path in paths):
             self.reload()
 
     def show_entry(self, path: str, line: int) -> None:
@@ -295,7 +296,7 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         cached = self._outlines
         outlines: dict[str, tuple[tuple[int, int], DailyLogOutline]] = {}
         for rel, path in self.engine.workspace.iter_memory_files():
-            if not rel.startswith(MEMORY_DIR + "/"):
+            if rel == MEMORY_FILE:  # the MEMORY.md tab's; extra files are listed here
                 continue
             try:
                 info = os.stat(path)
