@@ -19,7 +19,7 @@ from support.mcp_support import connected, text_of
 from support.openclaw_fixture import copy_openclaw_workspace
 
 from tui.app.workspace_watcher import plan_sync
-from tui.chat.config import ConfigError, load_config
+from tui.chat.config import ConfigError, load_config, open_memory
 from tui.chat.tools import MemoryTools
 from tui.engine.engine import MemoryEngine
 from tui.engine.entry_place import SAVE_HEADING, append_saved
@@ -117,6 +117,20 @@ def test_a_bad_extra_file_is_refused_with_one_line(tmp_path: Path, written: str,
         load_config(config, env={})
     message = str(raised.value)
     assert said in message and "\n" not in message and f"{config}:2" in message
+
+
+def test_the_config_reaches_the_workspace_and_the_store(root: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[memory]\nextra_files = ["./USER.md"]\nsave_heading = "## Notes"\n')
+    engine = open_memory(load_config(config, env={}), root)
+    try:
+        assert engine.workspace.extra_files == ("USER.md",)
+        assert engine.store.save_heading == "## Notes"
+    finally:
+        engine.close()
+    config.write_text('[memory]\nsave_heading = "Notes"\n')
+    with pytest.raises(ConfigError, match=r"config.toml:2: save_heading: 'Notes' is not a Mark"):
+        load_config(config, env={})
 
 
 def test_an_extra_file_linking_out_of_the_workspace_is_refused(root: Path, tmp_path: Path) -> None:
