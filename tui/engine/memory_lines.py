@@ -56,13 +56,15 @@ class MemoryLine:
 
 def strip_comments(line: str, in_comment: bool = False) -> tuple[str, bool]:
     """``line`` without its HTML comments (those in code spans kept), and whether a comment is
-    still open at its end. ``in_comment``: the line starts inside one. Linear in the line."""
+    still open at its end: one that starts the line and runs over the lines below.
+    ``in_comment``: the line starts inside one. Linear in the line."""
     if not in_comment and _OPEN not in line:
         return line, False
     out: list[str] = []
     at = 0
     #: Backtick runs this long or longer have no closing run further on.
     unclosed_from = len(line) + 1
+    last_close = line.rfind(_CLOSE)
     while at < len(line):
         if in_comment:
             end = line.find(_CLOSE, at)
@@ -89,6 +91,12 @@ def strip_comments(line: str, in_comment: bool = False) -> tuple[str, bool]:
             else:
                 out.append(line[at : close + run])
                 at = close + run
+            continue
+        if last_close < opener + len(_OPEN) and (out or line[:opener].strip()):
+            # Unclosed after other text: literal, as in Markdown (only a line that starts with
+            # it opens a comment over the lines below, which a stray "<!--" would otherwise hide).
+            out.append(line[at : opener + len(_OPEN)])
+            at = opener + len(_OPEN)
             continue
         out.append(line[at:opener])
         at = opener + len(_OPEN)
