@@ -78,6 +78,8 @@ def make_own_folder(path: Path) -> None:
         fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:  # another memdeck process wrote it just now
         return
+    except PermissionError:  # a folder the user made read-only stays as it is
+        return
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(OWN_GITIGNORE)
 
