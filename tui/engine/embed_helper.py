@@ -49,12 +49,13 @@ import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
-
-import numpy as np
+from typing import IO, TYPE_CHECKING, Any
 
 from .embeddings import DEFAULT_MODEL, Embedder, EmbeddingError, ModelSpec, _pad_ids, _tokenizer
 from .heap import release_free_memory, resident_mb
+
+if TYPE_CHECKING:  # numpy loads at the first embedding, not with the app
+    import numpy as np
 
 __all__ = ["DEFAULT_IDLE_EXIT", "HelperEmbedder"]
 
@@ -265,6 +266,8 @@ class HelperEmbedder(Embedder):
     ) -> np.ndarray:
         """The vectors of one encoded batch from the helper, started or restarted as needed
         (once; for a ``query``, not after a missed deadline)."""
+        import numpy as np
+
         rows, width = ids.shape
         payload = [
             _U32x2.pack(rows, width),
@@ -323,6 +326,8 @@ class HelperEmbedder(Embedder):
                     f"({rows}x{self.dims})"
                 )
             data = _read_by(fd, n * dims * 4, deadline)
+            import numpy as np
+
             return np.frombuffer(data, dtype=np.float32).reshape(n, dims).copy()
         if kind == b"E":
             answer_id, size = _U32x2.unpack(_read_by(fd, _U32x2.size, deadline))
@@ -474,6 +479,8 @@ class HelperEmbedder(Embedder):
 
 
 def _serve(config: dict[str, Any], stdin: IO[bytes], out: IO[bytes]) -> None:
+    import numpy as np
+
     spec = ModelSpec(**config["spec"])
     cache_dir = Path(config["cache_dir"]) if config.get("cache_dir") else None
     embedder = Embedder(spec, cache_dir, threads=config.get("threads"))

@@ -16,9 +16,8 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 import tokenizers
 
 from .heap import release_free_memory
@@ -30,6 +29,9 @@ from .model_files import (
     onnx_file,
     tokenizer_json,
 )
+
+if TYPE_CHECKING:  # numpy loads at the first embedding or search, not with the app
+    import numpy as np
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -323,6 +325,8 @@ class Embedder:
         """
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings; use embed_query() for one")
+        import numpy as np
+
         texts = list(texts)
         n = len(texts)
         out = np.zeros((n, self.dims), dtype=np.float32)
@@ -378,6 +382,8 @@ class Embedder:
             if len(enc.ids) > keep:
                 enc.truncate(keep)
             encs.append(processor.process(enc) if processor is not None else enc)
+        import numpy as np
+
         width = max(len(e.ids) for e in encs)
         ids = np.full((len(encs), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(encs), width), dtype=np.int64)
@@ -402,6 +408,8 @@ class Embedder:
             (hidden,) = self._session.run([self.spec.output_name], feeds)
         except Exception as exc:  # onnxruntime raises its own non-exported types
             raise EmbeddingError(f"Embedding model {self.spec.name!r} failed: {exc}") from exc
+        import numpy as np
+
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

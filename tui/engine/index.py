@@ -39,7 +39,6 @@ from .index_rows import ChunkReads, ChunkRow
 from .index_text import FullTextReads
 from .index_vectors import VectorWrites
 from .textsearch import fts_body
-from .vectors import VectorMirror
 from .workspace import Workspace, refuse_own_links
 
 __all__ = ["CACHE_MAX_ENTRIES", "ChunkRow", "MemoryIndex", "Progress", "SyncReport"]
@@ -84,7 +83,7 @@ class MemoryIndex(ChunkReads, FullTextReads, VectorWrites):
         self.busy_timeout = busy_timeout
         self.cache_max_entries = cache_max_entries
         self.notices: list[str] = []
-        self.mirror = VectorMirror(embedder.dims)
+        self._mirror = None
         self._mirror_loaded = False
         self._doc_shares: dict[tuple[str, ...], int] = {}
         self._write_lock = threading.RLock()
@@ -281,7 +280,7 @@ class MemoryIndex(ChunkReads, FullTextReads, VectorWrites):
     def _after_reopen(self) -> None:
         self._epoch += 1
         self._mirror_loaded = False
-        self.mirror = VectorMirror(self.embedder.dims)
+        self._mirror = None
         self._doc_shares.clear()
 
     @contextlib.contextmanager
@@ -397,7 +396,7 @@ class MemoryIndex(ChunkReads, FullTextReads, VectorWrites):
                 "INSERT OR REPLACE INTO files(path, hash, mtime, size, warning) VALUES (?, ?, ?, ?, ?)",
                 (rel, read.content_hash, read.mtime, read.size, warning),
             )
-        self.mirror.remove(removed)
+        self._unmirror(removed)
         self._doc_shares.clear()
         report.files_changed = 1
         report.chunks_removed = len(removed)
@@ -412,7 +411,7 @@ class MemoryIndex(ChunkReads, FullTextReads, VectorWrites):
         with self._writing() as conn:
             removed = self._delete_chunks(conn, rel)
             deleted = conn.execute("DELETE FROM files WHERE path = ?", (rel,)).rowcount
-        self.mirror.remove(removed)
+        self._unmirror(removed)
         self._doc_shares.clear()
         return SyncReport(files_removed=1 if deleted else 0, chunks_removed=len(removed))
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-import numpy as np
 import sqlean as sqlite3
-import sqlite_vec
 
 from .fileio import open_own_file
 from .workspace import LinkRefusedError, refuse_own_links
@@ -135,8 +134,21 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+@functools.cache
+def _vec_extension() -> str:
+    """sqlite-vec's loadable extension (what ``sqlite_vec.load`` loads), found without
+    importing the package: its ``__init__`` imports numpy, which the app loads only at the
+    first search."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("sqlite-vec is not installed")
+    return os.path.join(spec.submodule_search_locations[0], "vec0")
+
+
 def finite_vector(blob: bytes) -> bool:
     """Whether a stored float32 vector holds only finite numbers (NaN poisons every score)."""
+    import numpy as np
+
     return bool(np.isfinite(np.frombuffer(blob, dtype=np.float32)).all())
 
 
@@ -196,7 +208,7 @@ def connect(path: Path | str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> 
     )
     try:
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(_vec_extension())
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
         conn.execute("PRAGMA journal_mode = WAL")

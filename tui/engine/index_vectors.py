@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 import sqlean as sqlite3
 
 from .chunker import embed_text
@@ -25,7 +25,9 @@ from .index_db import (
     follows_rebuilds,
     is_busy,
 )
-from .vectors import VectorMirror
+
+if TYPE_CHECKING:
+    from .vectors import VectorMirror
 
 
 class VectorWrites:
@@ -33,7 +35,7 @@ class VectorWrites:
     its per-thread readers and its embedder)."""
 
     embedder: TextEmbedder
-    mirror: VectorMirror
+    _mirror: VectorMirror | None
     cache_max_entries: int
     _mirror_loaded: bool
     _write_lock: threading.RLock
@@ -93,6 +95,8 @@ class VectorWrites:
         ).fetchall()
         if not missing:
             return report
+        import numpy as np  # here: an index with nothing to embed never needs it
+
         # Embed distinct texts once, in slices so progress is visible and memory stays flat.
         by_hash: dict[str, list[int]] = {}
         texts: dict[str, str] = {}
@@ -162,6 +166,8 @@ class VectorWrites:
                 "UPDATE chunks SET embedded = 1 WHERE id = ?", [(i,) for i, _ in stored]
             )
         if stored and self._mirror_loaded:
+            import numpy as np
+
             self.mirror.upsert(
                 [i for i, _ in stored],
                 np.frombuffer(b"".join(b for _, b in stored), dtype=np.float32).reshape(
@@ -169,10 +175,30 @@ class VectorWrites:
                 ),
             )
 
+    @property
+    def mirror(self) -> VectorMirror:
+        """The in-RAM vector mirror, made at its first use (numpy loads with it)."""
+        mirror = self._mirror
+        if mirror is None:
+            with self._write_lock:
+                if self._mirror is None:
+                    from .vectors import VectorMirror
+
+                    self._mirror = VectorMirror(self.embedder.dims)
+                mirror = self._mirror
+        return mirror
+
+    def _unmirror(self, chunk_ids: Sequence[int]) -> None:
+        """Drop chunks from the mirror, if there is one yet."""
+        if self._mirror is not None:
+            self._mirror.remove(chunk_ids)
+
     def ensure_mirror(self) -> VectorMirror:
         """Load the in-RAM vector mirror from sqlite-vec on first use."""
         with self._write_lock:
             if not self._mirror_loaded:
+                import numpy as np
+
                 # Row by row into one preallocated matrix: fetching every blob first, then
                 # joining them, held three copies of the vectors at once.
                 count = self._writer.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]

@@ -11,15 +11,12 @@ sha256 when it is given, one download at a time across processes; every failure 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import importlib
 import importlib.resources
 import os
 import re
 import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +113,10 @@ def _manual_hint(spec: ModelSpec, folder: Path) -> str:
 
 def _download(url: str, dest: Path, sha256: str | None, spec: ModelSpec, what: str) -> None:
     """Download ``url`` to ``dest`` via a temp file in the same folder, then rename."""
+    from http.client import HTTPException  # here: only a model not yet cached is downloaded
+    from urllib.error import URLError
+    from urllib.request import Request, urlopen
+
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("http", "https", "file"):
         raise EmbeddingError(f"Embedding model {spec.name!r}: unsupported {what} URL {url!r}.")
@@ -130,10 +131,10 @@ def _download(url: str, dest: Path, sha256: str | None, spec: ModelSpec, what: s
     try:
         h = hashlib.sha256()
         size = 0
-        req = urllib.request.Request(url, headers={"User-Agent": "memdeck"})
+        req = Request(url, headers={"User-Agent": "memdeck"})
         with (
             os.fdopen(fd, "wb") as out,
-            urllib.request.urlopen(req, timeout=DOWNLOAD_TIMEOUT_S) as resp,
+            urlopen(req, timeout=DOWNLOAD_TIMEOUT_S) as resp,
         ):
             expected_len = resp.headers.get("Content-Length") if scheme != "file" else None
             while block := resp.read(1 << 20):
@@ -156,8 +157,8 @@ def _download(url: str, dest: Path, sha256: str | None, spec: ModelSpec, what: s
         os.replace(tmp, dest)
     except EmbeddingError:
         raise
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-        reason = exc.reason if type(exc) is urllib.error.URLError else exc
+    except (URLError, HTTPException, OSError, ValueError) as exc:
+        reason = exc.reason if type(exc) is URLError else exc
         raise EmbeddingError(
             f"Embedding model {spec.name!r} is not available offline and its {what} could not "
             f"be downloaded from {url}: {reason}.\n" + _manual_hint(spec, dest.parent)
