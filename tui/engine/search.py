@@ -19,8 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .index import ChunkRow, MemoryIndex
 from .options import SearchOptions
@@ -35,6 +34,9 @@ from .search_via import explain_via, neighbour_support
 from .temporal import TimeIntent, parse_time_intent
 from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
 from .workspace import MEMORY_FILE
+
+if TYPE_CHECKING:  # numpy loads at the first search, not with the app
+    import numpy as np
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
