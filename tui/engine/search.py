@@ -17,7 +17,7 @@ in :mod:`.search_results` and importable from here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
@@ -150,10 +150,10 @@ def search(
         return response
     _fuse(pool, index, text_query, options)
     _lend_relevance(pool, index, text_query, intent, options, now)
-    scored = _score_all(pool, query, intent, options, now)
+    ranked = _select(index, _score_all(pool, query, intent, options, now), pool, options)
     response.results = explain_via(
         index,
-        _with_keyword_hits(_select(index, scored, pool, options), query, options),
+        [_result(pool, r, query, options, now) for r in ranked],
         pool.text_parts,
         text_scale=pool.text_scale,
         lenders=pool.lenders,
@@ -312,88 +312,94 @@ def _lend_relevance(
         _add_candidates(index, pool, pool.linked, options)
 
 
+@dataclass(slots=True)
+class _Ranked:
+    """A candidate that passes the floor and the factors of its score; its breakdown is built
+    only if it is returned (:func:`_result`)."""
+
+    row: ChunkRow
+    relevance: float
+    recency: float
+    window: float
+    weight: float
+    superseded: float
+    score: float
+    #: Whether it holds every content word of the query (None: not checked yet).
+    keyword_hit: bool | None
+    changed_by: str = ""
+
+    @property
+    def chunk_id(self) -> int:
+        return self.row.id
+
+
 def _score_all(
     pool: _Pool, query: str, intent: TimeIntent, options: SearchOptions, now: date
-) -> list[SearchResult]:
-    """Stage 4: the breakdown and score of each candidate that passes the floor (its relevance,
-    a keyword hit, or the question's time window), best first."""
+) -> list[_Ranked]:
+    """Stage 4: the score of each candidate that passes the floor (its relevance, a keyword
+    hit, or the question's time window), best first. The keyword check reads the entry's words
+    (~30 µs), so it runs here only where it decides whether the entry passes."""
     floor = _floor(options)
-    scored: list[SearchResult] = []
+    ranked: list[_Ranked] = []
     for chunk_id, hybrid in pool.hybrids.items():
-        support, linked = pool.support.get(chunk_id, 0.0), pool.linked.get(chunk_id, 0.0)
-        if (
-            max(hybrid, support, linked) < floor
-            and chunk_id not in pool.text_hits  # no text match: no keyword hit either
-            and intent.window is None
-        ):
-            continue  # filtered below anyway; skip building its breakdown
-        result = _score(
-            pool.rows[chunk_id],
-            pool.text_hits.get(chunk_id),
-            pool.texts.get(chunk_id, 0.0),
-            pool.vectors.get(chunk_id) if pool.query_vector is not None else None,
-            hybrid,
-            support,
-            query,
-            intent,
-            options,
-            now,
-            linked=linked,
-            superseded=SUPERSEDED if chunk_id in pool.superseded else 1.0,
-            floor=floor,
+        relevance = max(hybrid, pool.support.get(chunk_id, 0.0), pool.linked.get(chunk_id, 0.0))
+        matched = chunk_id in pool.text_hits
+        if relevance < floor and not matched and intent.window is None:
+            continue
+        row = pool.rows[chunk_id]
+        window = window_factor(row.date, intent) if options.decay else 1.0
+        keyword_hit = (
+            None if relevance >= floor else matched and _keyword_hit(row.heading, row.text, query)
         )
-        b = result.breakdown
-        if (
-            b.relevance >= floor
-            or b.keyword_hit
-            or (b.time_window == 1.0 and intent.window is not None)
-        ):
-            scored.append(result)
+        if not (relevance >= floor or keyword_hit or (window == 1.0 and intent.window is not None)):
+            continue
+        recency = recency_factor(row.date, now, intent, options)
+        superseded = SUPERSEDED if chunk_id in pool.superseded else 1.0
+        weight = CONFIDENCE_WEIGHTS.get(row.confidence, CONFIDENCE_WEIGHTS["medium"])
+        score = relevance * recency * window * superseded * weight
+        ranked.append(
+            _Ranked(row, relevance, recency, window, weight, superseded, score, keyword_hit)
+        )
     if pool.superseded:
-        scored = _below_their_updates(scored, pool.superseded, pool.rows)
-    scored.sort(key=lambda r: (-r.score, r.path, r.start_line))
-    return scored
+        _below_their_updates(ranked, pool.superseded, pool.rows)
+    ranked.sort(key=lambda r: (-r.score, r.row.path, r.row.start_line))
+    return ranked
 
 
 def _below_their_updates(
-    scored: list[SearchResult], superseded: dict[int, set[int]], rows: dict[int, ChunkRow]
-) -> list[SearchResult]:
+    ranked: list[_Ranked], superseded: dict[int, set[int]], rows: dict[int, ChunkRow]
+) -> None:
     """Each entry a newer one changed names it (``changed_by``: the best-scoring of them); a
     MEMORY.md entry also scores at most ``SUPERSEDED`` × its score (its ``superseded`` factor
     lowered to that): on a question about now, the change outranks the fact it ended, which
     MEMORY.md never lets decay ("My editor is Vim" against a two-month-old "Switched from Vim
     to Zed"). Between daily logs recency does that already; the same cap there cost LoCoMo
     (.646 -> .640 recall@5) for one more recency case."""
-    by_id = {r.chunk_id: r for r in scored}
-    capped = []
-    for result in scored:
+    scores = {r.chunk_id: r.score for r in ranked}  # before any cap
+    for entry in ranked:
         changers = sorted(
-            (i for i in superseded.get(result.chunk_id, ()) if i in rows),
-            key=lambda i: -(by_id[i].score if i in by_id else -1.0),
+            (i for i in superseded.get(entry.chunk_id, ()) if i in rows),
+            key=lambda i: -scores.get(i, -1.0),
         )
         if not changers:
-            capped.append(result)
             continue
-        breakdown = replace(result.breakdown, changed_by=rows[changers[0]].location)
-        score = result.score
-        if changers[0] in by_id:
-            cap = SUPERSEDED * by_id[changers[0]].score
-            if result.path == MEMORY_FILE and score > cap > 0:
-                breakdown = replace(breakdown, superseded=breakdown.superseded * cap / score)
-                score = cap
-        capped.append(replace(result, score=score, breakdown=breakdown))
-    return capped
+        entry.changed_by = rows[changers[0]].location
+        if changers[0] in scores:
+            cap = SUPERSEDED * scores[changers[0]]
+            if entry.row.path == MEMORY_FILE and entry.score > cap > 0:
+                entry.superseded = entry.superseded * cap / entry.score
+                entry.score = cap
 
 
 def _select(
-    index: MemoryIndex, scored: list[SearchResult], pool: _Pool, options: SearchOptions
-) -> list[SearchResult]:
+    index: MemoryIndex, ranked: list[_Ranked], pool: _Pool, options: SearchOptions
+) -> list[_Ranked]:
     """Stage 5: the results returned: the best ``max_results`` (all, with a threshold),
     diversified by maximal marginal relevance when asked."""
     limit = None if pool.threshold_mode else options.max_results
-    if options.mmr and pool.query_vector is not None and len(scored) > 1:
-        scored = _mmr(index, scored, options.mmr_lambda, limit)
-    return scored if limit is None else scored[:limit]
+    if options.mmr and pool.query_vector is not None and len(ranked) > 1:
+        ranked = _mmr(index, ranked, options.mmr_lambda, limit)
+    return ranked if limit is None else ranked[:limit]
 
 
 def _floor(options: SearchOptions) -> float:
@@ -405,20 +411,42 @@ def _keyword_hit(heading: str, text: str, query: str) -> bool:
     return contains_all_terms(f"{heading}\n{text}", query)
 
 
-def _with_keyword_hits(
-    results: list[SearchResult], query: str, options: SearchOptions
-) -> list[SearchResult]:
-    """The results with ``keyword_hit`` filled in where :func:`_score` left it unchecked (a
-    text match whose relevance passed the floor without it)."""
-    floor = _floor(options)
-    return [
-        replace(
-            r, breakdown=replace(r.breakdown, keyword_hit=_keyword_hit(r.heading, r.text, query))
-        )
-        if r.breakdown.bm25 is not None and r.breakdown.relevance >= floor
-        else r
-        for r in results
-    ]
+def _result(
+    pool: _Pool, ranked: _Ranked, query: str, options: SearchOptions, now: date
+) -> SearchResult:
+    """A returned candidate with the breakdown of its score."""
+    row, chunk_id = ranked.row, ranked.chunk_id
+    rank = pool.text_hits.get(chunk_id)
+    keyword_hit = ranked.keyword_hit
+    if keyword_hit is None:
+        keyword_hit = rank is not None and _keyword_hit(row.heading, row.text, query)
+    breakdown = Breakdown(
+        bm25=rank,
+        text=pool.texts.get(chunk_id, 0.0),
+        vector=pool.vectors.get(chunk_id) if pool.query_vector is not None else None,
+        hybrid=pool.hybrids[chunk_id],
+        neighbour=pool.support.get(chunk_id, 0.0),
+        relevance=ranked.relevance,
+        decay=decay_factor(row.date, now, options.half_life_days) if options.decay else 1.0,
+        confidence=row.confidence,
+        confidence_weight=ranked.weight,
+        keyword_hit=keyword_hit,
+        recency=ranked.recency,
+        time_window=ranked.window,
+        linked=pool.linked.get(chunk_id, 0.0),
+        superseded=ranked.superseded,
+        changed_by=ranked.changed_by,
+    )
+    return SearchResult(
+        row.id,
+        row.path,
+        row.start_line,
+        row.end_line,
+        row.heading,
+        row.text,
+        ranked.score,
+        breakdown,
+    )
 
 
 def _future(row: ChunkRow, now: date) -> bool:
@@ -498,64 +526,14 @@ def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:
     return None
 
 
-def _score(
-    row: ChunkRow,
-    rank: float | None,
-    text: float,
-    vector: float | None,
-    hybrid: float,
-    neighbour: float,
-    query: str,
-    intent: TimeIntent,
-    options: SearchOptions,
-    now: date,
-    *,
-    linked: float = 0.0,
-    superseded: float = 1.0,
-    floor: float,
-) -> SearchResult:
-    """A candidate's score and breakdown. ``keyword_hit`` is checked (it reads the entry's
-    words, ~30 µs) only when the relevance is under ``floor``, where it decides whether the
-    entry passes; :func:`_with_keyword_hits` checks the results returned."""
-    decay = decay_factor(row.date, now, options.half_life_days) if options.decay else 1.0
-    recency = recency_factor(row.date, now, intent, options)
-    window = window_factor(row.date, intent) if options.decay else 1.0
-    weight = CONFIDENCE_WEIGHTS.get(row.confidence, CONFIDENCE_WEIGHTS["medium"])
-    relevance = max(hybrid, neighbour, linked)
-    score = relevance * recency * window * superseded * weight
-    breakdown = Breakdown(
-        bm25=rank,
-        text=text,
-        vector=vector,
-        hybrid=hybrid,
-        neighbour=neighbour,
-        relevance=relevance,
-        decay=decay,
-        confidence=row.confidence,
-        confidence_weight=weight,
-        keyword_hit=(
-            relevance < floor and rank is not None and _keyword_hit(row.heading, row.text, query)
-        ),
-        recency=recency,
-        time_window=window,
-        linked=linked,
-        superseded=superseded,
-    )
-    return SearchResult(
-        row.id, row.path, row.start_line, row.end_line, row.heading, row.text, score, breakdown
-    )
-
-
-def _mmr(
-    index: MemoryIndex, ranked: list[SearchResult], lam: float, limit: int | None
-) -> list[SearchResult]:
+def _mmr(index: MemoryIndex, ranked: list[_Ranked], lam: float, limit: int | None) -> list[_Ranked]:
     """Maximal marginal relevance: trade a little score for less repetition."""
     vectors = index.mirror.vectors_for([r.chunk_id for r in ranked])
-    chosen: list[SearchResult] = []
+    chosen: list[_Ranked] = []
     remaining = list(ranked)
     while remaining and (limit is None or len(chosen) < limit):
 
-        def gain(candidate: SearchResult) -> float:
+        def gain(candidate: _Ranked) -> float:
             vec = vectors.get(candidate.chunk_id)
             similarity = max(
                 (
