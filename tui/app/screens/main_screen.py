@@ -228,6 +228,8 @@ class MainScreen(Screen[None]):
         workbench.subscribe(bridge)
         for notice in engine.memory.notices:
             self.notify(notice, title="memdeck", severity="warning", timeout=8)
+        for hint in engine.memory.workspace.suggestions():
+            self.notify(hint, title="memdeck", timeout=12, markup=False)
         offer_recovery_copies(self.desk)
         say_last_quit(self)
         self.chat_pane.focus_input()
