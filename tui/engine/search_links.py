@@ -141,9 +141,10 @@ def tells_of_change(text: str, words: Set[str]) -> bool:
 _PHRASE_ONLY_WORDS = frozenset("longer going back".split())
 
 
+@lru_cache(maxsize=OWN_WORDS_CACHE)
 def _content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that can name what a statement is about (no stop words, no
-    indefinite pronouns or change words)."""
+    indefinite pronouns or change words). Kept like :func:`own_words`."""
     return frozenset(
         w
         for w in own_words(text)
@@ -157,15 +158,29 @@ def _content_words(text: str) -> frozenset[str]:
 def _phrases_with(text: str, words: Set[str]) -> set[tuple[str, str]]:
     """The two-word phrases of ``text``'s clauses (lower-cased) that hold one of ``words`` and
     no change word ("now runs" is no attribute)."""
-    phrases: set[tuple[str, str]] = set()
+    return {(a, b) for a, b in _phrases(text) if a in words or b in words}
+
+
+@lru_cache(maxsize=OWN_WORDS_CACHE)
+def _phrases(text: str) -> tuple[tuple[str, str], ...]:
+    """Every two-word phrase of ``text``'s clauses (lower-cased) without a change word."""
+    phrases: list[tuple[str, str]] = []
     for clause in _CLAUSE_END.split(text):
         seq = [w.lower() for w in _WORDS.findall(clause)]
-        phrases.update(
+        phrases.extend(
             (a, b)
             for a, b in itertools.pairwise(seq)
-            if (a in words or b in words) and not (_names_nothing(a) or _names_nothing(b))
+            if not (_names_nothing(a) or _names_nothing(b))
         )
-    return phrases
+    return tuple(phrases)
+
+
+@lru_cache(maxsize=OWN_WORDS_CACHE)
+def _changed_clauses(text: str) -> tuple[frozenset[str], ...]:
+    """The words of each clause of ``text`` with a change verb in it."""
+    return tuple(
+        own_words(clause) for clause in _CLAUSE_END.split(text) if _CHANGE_VERB.search(clause)
+    )
 
 
 def tells_change_of(old_text: str, new_text: str) -> bool:
@@ -181,10 +196,9 @@ def tells_change_of(old_text: str, new_text: str) -> bool:
     shared = _content_words(old_text) & _content_words(new_text)
     if not shared:
         return False
-    for clause in _CLAUSE_END.split(new_text):
-        if _CHANGE_VERB.search(clause) and not shared.isdisjoint(own_words(clause)):
-            return True
-    if _CHANGE.search(new_text) is None:
+    if any(not shared.isdisjoint(words) for words in _changed_clauses(new_text)):
+        return True
+    if not unit_tells_of_change(new_text):
         return False
     return not _phrases_with(old_text, shared).isdisjoint(_phrases_with(new_text, shared))
 
@@ -255,24 +269,21 @@ def update_links(
             else rare_words(index, row.text, query_stems)
         )
         hits = [i for i, _ in index.fts_candidates(" ".join(rare), 50)] if rare else []
-        rows.update(index.chunks_by_id([i for i in hits if i not in rows]))
-        others = [i for i in dict.fromkeys([*hits, *relevance]) if i in rows and i != seed]
-        vectors = index.mirror.vectors_for([seed, *others])
-        for chunk_id in others:
-            other = rows[chunk_id]
-            other_date = date_by(other, now)
-            if other_date is None or other_date == row_date:
+        floor = LINK_COSINE_MEMORY if row.path == MEMORY_FILE else LINK_COSINE
+        # Every link needs at least this cosine: the others are left before their rows are
+        # read (a seed's rare words match up to 50 entries) and their words tested.
+        cosines = _cosines(
+            index, seed, [i for i in dict.fromkeys([*hits, *relevance]) if i != seed]
+        )
+        near = {i: c for i, c in cosines.items() if c >= min(floor, LINK_STRONG)}
+        rows.update(index.chunks_by_id([i for i in near if i not in rows]))
+        for chunk_id, cosine in near.items():
+            other = rows.get(chunk_id)
+            other_date = date_by(other, now) if other is not None else None
+            if other is None or other_date is None or other_date == row_date:
                 continue
             if (other_date > row_date) != (direction == "newer"):
                 continue
-            cosine = (
-                float(vectors[seed] @ vectors[chunk_id])
-                if seed in vectors and chunk_id in vectors
-                else 0.0
-            )
-            floor = LINK_COSINE_MEMORY if row.path == MEMORY_FILE else LINK_COSINE
-            if cosine < min(floor, LINK_STRONG):
-                continue  # no link either way; the word tests below read the whole entry
             if direction == "newer" and not unit_tells_of_change(other.text):
                 continue
             # Its own words, not its context: a unit's index text includes the entry before it.
@@ -291,6 +302,15 @@ def update_links(
             if direction == "newer":
                 superseded.setdefault(seed, set()).add(chunk_id)
     return linked, superseded
+
+
+def _cosines(index: MemoryIndex, seed: int, others: list[int]) -> dict[int, float]:
+    """The cosine of each of ``others`` with ``seed`` (0.0 where either has no vector yet)."""
+    vectors = index.mirror.vectors_for([seed, *others])
+    if seed not in vectors:
+        return dict.fromkeys(others, 0.0)
+    mine = vectors[seed]
+    return {i: float(mine @ vectors[i]) if i in vectors else 0.0 for i in others}
 
 
 def memory_entries_changed(
