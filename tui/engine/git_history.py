@@ -77,6 +77,33 @@ class _Pending:
     attributions: list[Attribution] = field(default_factory=list)
 
 
+#: Set in the config of a repository memdeck made (``git config memdeck.history``).
+OWN_REPOSITORY_KEY = "memdeck.history"
+
+
+def foreign_repository(root: Path) -> bool:
+    """Whether ``root/.git`` is a repository another program made (OpenClaw makes its agent
+    workspace one): neither marked as memdeck's nor started by a memdeck commit."""
+    import pygit2
+
+    if not (root / ".git").exists():
+        return False
+    try:
+        repo = pygit2.Repository(str(root))
+        if OWN_REPOSITORY_KEY in repo.config:
+            return False
+        if repo.head_is_unborn:
+            return True
+        order = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE
+        first = next(iter(repo.walk(repo.head.target, order)))
+    except (pygit2.GitError, KeyError, ValueError):
+        return False  # unreadable: :meth:`GitHistory.repository` moves it aside and says so
+    if first.author.name == AUTHOR_NAME and "Memdeck-Source:" in first.message:
+        repo.config[OWN_REPOSITORY_KEY] = "true"  # made before the mark existed
+        return False
+    return True
+
+
 def enclosing_repository(root: Path) -> Path | None:
     """The git repository ``root`` is inside of, other than its own ``root/.git``."""
     import pygit2
@@ -116,6 +143,13 @@ class GitHistory:
                 self.problem = (
                     f"history is off: this workspace is inside the git repository {outer}; "
                     'set [history] mode = "on" in config.toml to keep it there'
+                )
+            elif foreign_repository(self.root):
+                self._disabled = True
+                self.problem = (
+                    "history is off: this workspace's git repository was made by another "
+                    'program; set [history] mode = "on" in config.toml to commit memory '
+                    "changes into it"
                 )
 
     # -- the repository --
@@ -159,6 +193,7 @@ class GitHistory:
                 repo = pygit2.init_repository(str(self.root))
         else:
             repo = pygit2.init_repository(str(self.root))
+            repo.config[OWN_REPOSITORY_KEY] = "true"
         with contextlib.suppress(OSError):
             os.chmod(git_dir, PRIVATE_DIR_MODE)
         ignore = self.root / ".gitignore"
@@ -334,20 +369,38 @@ class GitHistory:
     ) -> str | None:
         import pygit2
 
-        index = repo.index
-        index.read()
-        for rel in paths:
-            if (self.root / rel).is_file() and not (self.root / rel).is_symlink():
-                index.add(rel)
-            elif rel in index:
-                index.remove(rel)
-        tree = index.write_tree()
+        # the commit's tree is HEAD's with these paths as they are now, built apart from the
+        # repository's index, so what a user staged there is neither committed nor unstaged
         parents = [] if repo.head_is_unborn else [repo.head.target]
+        staged = pygit2.Index()
+        if parents:
+            head = repo.get(parents[0])
+            assert isinstance(head, pygit2.Commit)
+            staged.read_tree(head.tree)
+        present = [
+            rel
+            for rel in paths
+            if (self.root / rel).is_file() and not (self.root / rel).is_symlink()
+        ]
+        for rel in paths:
+            if rel in present:
+                blob = repo.create_blob_fromworkdir(rel)
+                staged.add(pygit2.IndexEntry(rel, blob, pygit2.enums.FileMode.BLOB))
+            elif rel in staged:
+                staged.remove(rel)
+        tree = staged.write_tree(repo)
         if parents and not allow_empty:
             head = repo.get(parents[0])
             assert isinstance(head, pygit2.Commit)
             if head.tree_id == tree:
                 return None
+        index = repo.index
+        index.read()
+        for rel in paths:
+            if rel in present:
+                index.add(rel)
+            elif rel in index:
+                index.remove(rel)
         index.write()
         signature = pygit2.Signature(AUTHOR_NAME, AUTHOR_EMAIL, int(time.time()), _utc_offset())
         oid = repo.create_commit(
