@@ -109,9 +109,10 @@ def test_memory_search_snippets(tools: MemoryTools, memory: MemoryEngine) -> Non
     result = tools.execute("memory_search", {"query": "kubernetes migration", "maxResults": 3})
     assert result.ok and result.content["results"]
     for hit in result.content["results"]:
-        assert set(hit) == {"path", "startLine", "endLine", "score", "snippet"}
+        assert set(hit) == {"path", "startLine", "endLine", "score", "snippet", "ids"}
         assert len(hit["snippet"]) <= 700
         assert hit["path"] == "memory/2026-11-20.md" and hit["startLine"] >= 1
+        assert hit["ids"] == []  # a daily log's lines have no ids
     empty = tools.execute("memory_search", {"query": "zebra", "minScore": 0.9})
     assert empty.ok and empty.content["results"] == []
     assert not tools.execute("memory_search", {"query": ""}).ok
