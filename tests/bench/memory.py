@@ -1,6 +1,7 @@
 """Memory benchmark: resident memory of the real app at each stage, with the targets beside it.
 
     .venv/bin/python tests/bench/memory.py [--chunks 10000] [--new 300] [--searches 100] [--keep]
+        [--modes lazy,full,idle]
 
 A script, not a test: it prints figures and asserts nothing. Each measured run is a fresh
 Python process running the real :class:`tui.app.app.MemdeckApp` headless (``App.run_test()``)
@@ -24,6 +25,12 @@ Two runs:
   and embedded, then ``--searches`` hybrid searches (query embedding included), each in a
   thread worker as the app's panels run them, then idle; then the embedding helper's idle exit
   (``--idle-exit`` seconds, 60 in the app) and the first search after it (which restarts it).
+* **idle** (the issue-33 figure "app RSS, N entries, idle"): the app started again over the
+  workspace the full run indexed, as a user opens it day to day: the model loaded, nothing to
+  embed, nothing searched, nothing typed; then what the first use brings back: the first search
+  (numpy and the vector mirror) and the chat client's warm-up (what the first key of a message
+  starts: the ``openai`` SDK, its HTTP client, a connection try to the closed port). The last
+  line prints the idle figure on its own.
 
 The app is opened as ``memdeck`` opens it (``tui.app.main.open_engine``): the local model runs
 in a helper process (``[embeddings] process = "auto"``). The helper is measured too, on its own
@@ -67,6 +74,9 @@ TARGETS = {
     "full: peak while indexing (engine open, model, sync)": (350, "peak"),
     "full: after searches (idle)": (180, "rss"),
 }
+
+#: Issue 33: the app's own RSS at idle over 1k entries (the ``idle`` run).
+IDLE_TARGET_MB = 80
 
 _WORDS = FILLER_WORDS
 QUERIES = [
@@ -224,7 +234,7 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
         config=config,
         open_engine=lambda: open_engine(config, root),  # as `memdeck` opens it
         config_file=config_file,
-        load_model=mode == "full",
+        load_model=mode != "lazy",
     )
 
     def indexed() -> bool:
@@ -245,6 +255,17 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
             if mode == "lazy":
                 await asyncio.sleep(1.0)
                 _report("engine open, index synced (no model)")
+                return
+            if mode == "idle":
+                await asyncio.sleep(2.0)
+                _report("app open, model loaded, nothing to embed (idle)", **_helper_figures(app))
+                memory = app.engine.memory
+                await app.run_worker(partial(memory.search, QUERIES[0]), thread=True).wait()
+                await asyncio.sleep(0.5)
+                _report("after the first search")
+                await app.engine.llm.warm_up()
+                await asyncio.sleep(0.5)
+                _report("after the chat client's warm-up (first key)")
                 return
             _report("peak while indexing (engine open, model, sync)", **_helper_figures(app))
             await asyncio.sleep(1.0)
@@ -323,14 +344,16 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=300, help="chunks the real model embeds")
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--keep", action="store_true", help="keep the temp workspace")
-    parser.add_argument("--modes", default="lazy,full", help="runs to measure (lazy,full)")
+    parser.add_argument(
+        "--modes", default="lazy,full,idle", help="runs to measure (lazy,full,idle)"
+    )
     parser.add_argument(
         "--idle-exit",
         type=float,
         default=10.0,
         help="seconds before the idle embedding helper exits (the app's default is 60)",
     )
-    parser.add_argument("--child", choices=("lazy", "full"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("lazy", "full", "idle"), help=argparse.SUPPRESS)
     parser.add_argument("--workspace", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -348,17 +371,25 @@ def main() -> None:
             f"{args.new} embedded by the model) prepared in {time.perf_counter() - started:.0f} s"
         )
         print(f"{'stage':<58} {'RSS MB':>7} {'peak MB':>8}  target")
+        idle: float | None = None
+        indexed = False  # by a full run: what the idle run opens
         for mode in args.modes.split(","):
             index_db = root / ".memdeck" / "index.db"
             pristine = tmp / "index.pristine"
-            if not pristine.exists():
+            if mode == "idle":
+                if not indexed:  # index everything first, unmeasured
+                    _run_child(root, "full", expected, 1, args.idle_exit)
+            elif not pristine.exists():
                 shutil.copy(index_db, pristine)
             else:  # every run indexes from the same starting point
                 for suffix in ("-wal", "-shm"):
                     Path(str(index_db) + suffix).unlink(missing_ok=True)
                 shutil.copy(pristine, index_db)
+            indexed = mode == "full"
             for row in _run_child(root, mode, expected, args.searches, args.idle_exit):
                 label = f"{mode}: {row['stage']}"
+                if label.endswith("(idle)") and mode == "idle":
+                    idle = row["rss"]
                 target = TARGETS.get(label)
                 shown = ""
                 if target is not None:
@@ -376,6 +407,11 @@ def main() -> None:
                         f"{'  + embedding helper process (no target of its own)':<58} "
                         f"{helper[0]:>7.0f} {helper[1]:>8.0f}  {both}"
                     )
+        if idle is not None:
+            print(
+                f"app RSS, {expected:,} entries, idle: {idle:.0f} MB "
+                f"(issue 33's target at 1k entries: <= {IDLE_TARGET_MB} MB)"
+            )
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if args.keep:

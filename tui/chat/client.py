@@ -9,6 +9,7 @@ explicitly here so the SDK never adds a credential :mod:`tui.chat.config` did no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
@@ -184,12 +185,13 @@ class LLMClient:
         loop = loop or asyncio.get_running_loop()
         with self._lock:
             client = self._async.get(loop)
-            if client is None:
-                import openai
+        if client is None:  # made outside the lock: the loop may look for it meanwhile
+            import openai
 
-                client = openai.AsyncOpenAI(**self._client_options())
-                self._async[loop] = client
-            return client
+            made = openai.AsyncOpenAI(**self._client_options())
+            with self._lock:
+                client = self._async.setdefault(loop, made)
+        return client
 
     async def open_async_client(self) -> openai.AsyncOpenAI:
         """The async client for the running loop, made in a thread the first time (so the
@@ -200,6 +202,21 @@ class LLMClient:
         if client is not None:
             return client
         return await asyncio.to_thread(self.async_client, loop)
+
+    async def warm_up(self) -> None:
+        """Make the first request as quick as the next ones, without holding up the running
+        loop (a UI's): in a thread, the SDK imported, the loop's client made and its chat
+        resources imported; then a connection opened to the configured server by listing its
+        models. Whatever the server answers, or its failure, is ignored: the real request
+        reports a dead server."""
+        client = await asyncio.to_thread(self._chat_ready_client, asyncio.get_running_loop())
+        with contextlib.suppress(Exception):
+            await client.with_options(max_retries=0).models.list()
+
+    def _chat_ready_client(self, loop: asyncio.AbstractEventLoop) -> openai.AsyncOpenAI:
+        client = self.async_client(loop)
+        _ = client.chat.completions  # the SDK imports its chat resources at the first use
+        return client
 
     def close(self) -> None:
         """Close the blocking client's connections (async clients close with their loop)."""

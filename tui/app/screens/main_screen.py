@@ -312,16 +312,13 @@ class MainScreen(Screen[None]):
     #: Whether the first keystroke of a draft has started :meth:`_import_llm_sdk`.
     _sdk_import_started = False
 
-    @work(thread=True, exclusive=True, group="llm-sdk", exit_on_error=False)
-    def _import_llm_sdk(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Import the ``openai`` SDK and make the chat client for the UI's ``loop`` in a thread
-        while the first message is typed, so that both are there when it is sent (the first
-        request would otherwise wait a second for the import and a tenth for the client's SSL
-        context). Not at start-up: the SDK, httpx and pydantic cost ~20 MB that an app used
-        only to browse and search memory never needs."""
-        import openai  # noqa: F401
-
-        self.engine.llm.async_client(loop)
+    @work(exclusive=True, group="llm-sdk", exit_on_error=False)
+    async def _import_llm_sdk(self) -> None:
+        """Warm the chat client up while the first message is typed (the SDK's import, the
+        client, a connection: :meth:`~tui.chat.client.LLMClient.warm_up`), so the first answer
+        comes as quickly as the next ones. Not at start-up: the SDK costs ~20 MB that an app
+        used only to browse and search memory never needs."""
+        await self.engine.llm.warm_up()
 
     @work(exclusive=True, group="workspace-watcher", exit_on_error=False)
     async def _watch_workspace(self) -> None:
@@ -366,7 +363,7 @@ class MainScreen(Screen[None]):
     def _draft_changed(self, event: TextArea.Changed) -> None:
         if not self._sdk_import_started and not self.workbench.llm_problem:
             self._sdk_import_started = True  # the first keystroke: the SDK loads while they type
-            self._import_llm_sdk(asyncio.get_running_loop())
+            self._import_llm_sdk()
         panels = self.memory_panels
         draft = event.text_area.text
         panels.preview(draft)

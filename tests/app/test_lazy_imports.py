@@ -1,0 +1,102 @@
+"""What the app imports, and when: the idle app holds no library it does not use yet (memory),
+and the first answer does not wait for the chat SDK's import (it is warmed up in a thread
+from the first key). Each runs a fresh interpreter: only it tells what the app imports."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from support.chat_support import ROOT, make_config
+from support.fakeopenai import FakeOpenAI
+from support.pilot import (
+    SIZE,
+    build_app,
+    build_engine,
+    close_chat_engine,
+    ready,
+    text_of,
+    wait_until,
+)
+from textual.widgets import Static
+
+from tui.engine.embeddings import Embedder
+from tui.engine.engine import MemoryEngine
+
+PROBE = ROOT / "tests" / "support" / "fresh_app_probe.py"
+
+
+def run_probe(tmp_path: Path, server: FakeOpenAI, embedder: Embedder) -> list[dict[str, Any]]:
+    """The probe's two lines over a workspace indexed beforehand (the app embeds nothing)."""
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# Long-term Memory\n\n- Likes tea\n", encoding="utf-8")
+    (workspace / "memory" / "2026-11-20.md").write_text(
+        "# 2026-11-20\n\n## Trip\n- Booked the train to Lisbon\n", encoding="utf-8"
+    )
+    memory = MemoryEngine(workspace, embedder=embedder)
+    assert memory.sync(embed=True).embedded > 0
+    memory.close()
+    done = subprocess.run(
+        [sys.executable, str(PROBE), str(workspace), server.base_url],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_the_idle_app_imports_no_sdk_and_the_first_answer_waits_for_none(
+    tmp_path: Path, server: FakeOpenAI, embedder: Embedder
+) -> None:
+    server.enqueue(FakeOpenAI.text(["Hello ", "there."]))
+    idle, first = run_probe(tmp_path, server, embedder)
+    # idle, model loaded, index synced: the chat SDK, MCP, schema validation, numpy (first
+    # search) and onnxruntime (the helper process's) are not loaded
+    assert idle == {"idle": []}
+    # the first key warmed the chat client up in a thread: the SDK was not imported on the
+    # event loop, and a connection was opened before the message was sent
+    assert first == {"openai_imported_on": first["openai_imported_on"], "answered": True}
+    assert first["openai_imported_on"] not in (None, "MainThread")
+    paths = [(r.method, r.path) for r in server.requests]
+    assert paths.index(("GET", "/v1/models")) < paths.index(("POST", "/v1/chat/completions"))
+
+
+async def test_a_dead_server_is_said_by_the_send_not_by_the_warm_up(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "MEMDECK_MODEL": "fake-model"}
+    config = make_config(tmp_path, env=env)
+    engine = build_engine(tmp_path, config, None)
+    app = build_app(engine, tmp_path, load_model=False)
+    try:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await ready(pilot)
+            main = app.main_screen
+            pane = main.chat_pane
+            pane.chat_input.focus()
+            await pilot.press("h")
+            await wait_until(
+                pilot,
+                lambda: main._sdk_import_started
+                and not any(w.group == "llm-sdk" for w in main.workers),
+                "the warm-up",
+            )
+            said = [str(n.message) for n in app._notifications if n.severity == "error"]
+            assert said == []  # a failed worker would be said there
+            assert not any(str(port) in str(n.message) for n in app._notifications)
+            assert pane.messages == []
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: pane.turns_finished == 1, "the turn to fail")
+            error = text_of(pane.messages[-1].query_one(".message-error", Static))
+            assert f"127.0.0.1:{port}" in error and "\n" not in error.strip()
+    finally:
+        await close_chat_engine(engine)
