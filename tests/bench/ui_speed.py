@@ -1,7 +1,7 @@
 """TUI benchmark: start-up to first frame, keystroke to injection preview, a streamed answer.
 
     .venv/bin/python tests/bench/ui_speed.py [--chunks 10000] [--runs 5] [--keys 50] [--tokens 2000]
-        [--rates 200,50] [--index-lines 3000] [--parts frame,preview,stream,index]
+        [--rates 200,50] [--index-lines 3000] [--parts frame,first,preview,stream,index]
 
 A script, not a test: it prints its figures with the targets beside them and asserts nothing.
 The machine may be shared: the load average is printed at the start and the end.
@@ -27,6 +27,10 @@ What is measured, exactly:
   counted. The engine's share (``ChatEngine.preview_injection`` alone, on the UI thread,
   nothing else running) is timed too. Then a burst (a key every 30 ms) is timed from its last
   key to the preview of the whole draft.
+* **First answer** (``first``) — the first answer of the fresh in-process app, once it is ready:
+  a short message typed at a human pace (the first key starts the app's warm-up of the chat
+  client, as it does for a user), then Enter; timed from the Enter key to the first piece
+  received (the later answers of **Streaming** are the reference).
 * **Streaming** — the fake OpenAI server streams an answer of ``--tokens`` pieces (words,
   Markdown lists, a code block: list-heavy Markdown, the costliest to lay out) at each of
   ``--rates`` tokens/s, each into a new session. Timed: sending to the first piece received
@@ -98,6 +102,7 @@ SIZE = (160, 48)
 TARGET_FIRST_FRAME_S = 0.8
 TARGET_PREVIEW_P95_MS = 150.0
 TARGET_STALL_MS = 50.0
+TARGET_FIRST_ANSWER_MS = 250.0
 HUMAN_KEY_GAP_S = 0.2
 #: Sections in a generated daily log, and the units (entries) such a log indexes as (measured:
 #: 60 logs made 3,999 units).
@@ -750,6 +755,8 @@ async def bench_in_app(
             )
             panel = main.memory_panels.injection_panel
             await _wait(lambda: panel.injection is not None)
+            if "first" in parts:
+                await first_answer(app, server)
             # The openai SDK is imported in a thread at start-up (about a second, holding the
             # GIL and the import lock): a start-up cost, not one of streaming.
             await _wait(
@@ -773,6 +780,45 @@ async def bench_in_app(
         engine.close()
     finally:
         server.stop()
+
+
+async def first_answer(app: MemdeckApp, server: ServerProcess) -> None:
+    """The fresh app's first answer: typed at a human pace, Enter, then send → first token."""
+    from textual import events
+
+    from tui.app.widgets.chat_message import ChatMessage
+
+    chat = app.main_screen.chat_pane
+    chat.chat_input.focus()
+    server.enqueue({"text": ["The first ", "answer."], "chunk_delay": 0.01})
+    text = "hello there"
+    for char in text:
+        await asyncio.sleep(HUMAN_KEY_GAP_S)
+        app.post_message(events.Key("space" if char == " " else char, char))
+    await _wait(lambda: chat.chat_input.value == text)
+    received: list[float] = []
+    original = ChatMessage.append_text
+
+    async def timed_append(self: ChatMessage, delta: str) -> None:
+        received.append(time.perf_counter())
+        await original(self, delta)
+
+    ChatMessage.append_text = timed_append  # type: ignore[method-assign]
+    finished = chat.turns_finished
+    t_send = time.perf_counter()
+    app.post_message(events.Key("enter", "\r"))
+    await _wait(lambda: received, 60)
+    ChatMessage.append_text = original  # type: ignore[method-assign]
+    ms = (received[0] - t_send) * 1000
+    print(
+        f"First answer of the fresh app ({text!r} typed, a key every "
+        f"{HUMAN_KEY_GAP_S * 1000:.0f} ms, then Enter)"
+    )
+    print(
+        f"  send → first token received    {ms:7.0f} ms  target ≤ {TARGET_FIRST_ANSWER_MS:.0f} ms"
+        f"  {verdict(ms <= TARGET_FIRST_ANSWER_MS)}"
+    )
+    await _wait(lambda: chat.turns_finished > finished, 60)
 
 
 async def bench_preview(
@@ -884,8 +930,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--parts",
-        default="frame,preview,stream,index",
-        help="what to measure, comma-separated: frame, preview, stream, index (default all)",
+        default="frame,first,preview,stream,index",
+        help="what to measure, comma-separated: frame, first, preview, stream, index (default all)",
     )
     parser.add_argument("--rebuild", action="store_true", help="regenerate the workspace")
     parser.add_argument(
@@ -904,7 +950,7 @@ def main(argv: list[str] | None = None) -> int:
         with FakeOpenAI() as server:
             bench_first_frame(workspace, args.runs, server)
     gaps = [1 / float(rate) for rate in args.rates.split(",") if rate.strip()]
-    if parts & {"preview", "stream", "index"}:
+    if parts & {"first", "preview", "stream", "index"}:
         asyncio.run(
             bench_in_app(
                 workspace,
