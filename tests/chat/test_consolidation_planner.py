@@ -128,3 +128,21 @@ def test_plan_and_apply_work_on_entries_alone() -> None:
     plan = plan_entries(base, draft, proposal_id="p1", today=TODAY)
     assert plan.changes == [] and plan.lost == [] and not plan.drop
     assert apply_plan(file_lines(draft_text), draft, plan) == BASE
+
+
+MANAGED = BASE + """
+## REM Sleep
+<!-- openclaw:dreaming:rem:start -->
+- Reflections: Theme: `deploys` kept surfacing; confidence: 0.71; status: staged
+<!-- openclaw:dreaming:rem:end -->
+"""
+
+
+def test_a_draft_that_rewrites_another_tools_block_is_refused() -> None:
+    reworded = MANAGED.replace("kept surfacing", "came up often")
+    dropped = MANAGED.split("## REM Sleep")[0]
+    for answer in (reworded, dropped):
+        with pytest.raises(ProposalRefused, match=r"openclaw:dreaming:rem block .*another tool"):
+            propose(answer, base=MANAGED)
+    kept = propose(MANAGED.replace("- My dog is Max", "- My dog is Max, a beagle"), base=MANAGED)
+    assert MANAGED.split("## REM Sleep")[1] in kept.text  # the block byte for byte

@@ -38,6 +38,7 @@ from ...engine.store import (
 from .proposal import RETIRING_KINDS, ConsolidationStats, EntryChange, Proposal, unified_diff
 from .validation import (
     check_answer,
+    check_managed_regions,
     check_metadata,
     check_result,
     extract_document,
@@ -347,6 +348,7 @@ def plan_proposal(
         new_id=new_id,
     )
     text = apply_plan(file_lines(draft), draft_entries, plan)
+    check_managed_regions(text, base_text)  # before check_result: the clearer reason
     check_result(text, base_text, base_entries, plan.lost)
     check_metadata(base_entries, plan.changes, text)
     changes = tuple(plan.changes)

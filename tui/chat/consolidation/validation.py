@@ -8,6 +8,8 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
+from ...engine.entries import line_body, split_lines
+from ...engine.managed_regions import managed_regions
 from ...engine.markdown import is_list_item, parse_heading, unwrap_fenced_document
 from ...engine.metadata import split_meta
 from ...engine.store import MemoryEntry, parse_entries
@@ -95,6 +97,19 @@ def check_result(
             f"it deletes {len(lost)} line{'s' if len(lost) != 1 else ''} you wrote by hand "
             f"without marking {'them' if len(lost) != 1 else 'it'} superseded ({shown}{more})"
         )
+
+
+def check_managed_regions(text: str, base_text: str) -> None:
+    """Refuse a proposal that changes, moves apart or drops a region another tool manages
+    (between its ``<!-- name:start -->`` and ``<!-- name:end -->``): memdeck never writes there."""
+    base = [line_body(line) for line in split_lines(base_text)]
+    result = "\n" + "\n".join(line_body(line) for line in split_lines(text)) + "\n"
+    for region in managed_regions(base):
+        block = "\n".join(base[region.first : region.last + 1])
+        if "\n" + block + "\n" not in result:
+            raise ProposalRefused(
+                f"it changes {region.describe('MEMORY.md')}, which another tool manages"
+            )
 
 
 def check_metadata(base: Sequence[MemoryEntry], changes: Sequence[EntryChange], text: str) -> None:
