@@ -298,13 +298,22 @@ def _lend_relevance(
 ) -> None:
     """Stage 3: relevance lent by neighbouring daily-log entries and along update links; the
     entries that came in only that way join the pool."""
+    direction = _link_direction(intent, options)
     if options.neighbour_weight > 0:
         reach = len(pool.hybrids) if pool.threshold_mode else pool.size
+        # Unless update links or a time window may lift an entry, one left under the floor
+        # is dropped: neighbours that cannot reach it are not read.
+        lifted = direction is not None or intent.window is not None
         pool.support, pool.lenders = neighbour_support(
-            index, pool.rows, pool.hybrids, options, reach
+            index,
+            pool.rows,
+            pool.hybrids,
+            options,
+            reach,
+            floor=None if lifted else _floor(options),
+            own=lambda ids: _own_scores(index, pool, ids, options),
         )
         _add_candidates(index, pool, pool.support, options)
-    direction = _link_direction(intent, options)
     if direction is not None:
         pool.linked, pool.superseded = update_links(
             index, pool.rows, pool.hybrids, pool.support, text_query, direction, now
@@ -504,14 +513,23 @@ def _add_candidates(
     index: MemoryIndex, pool: _Pool, lent: dict[int, float], options: SearchOptions
 ) -> None:
     """Score the entries that only came in through ``lent`` relevance (no text match)."""
-    added = [i for i in lent if i not in pool.hybrids]
-    if pool.query_vector is not None and added:
-        for chunk_id, vector in index.mirror.vectors_for(added).items():
+    pool.hybrids.update(
+        _own_scores(index, pool, [i for i in lent if i not in pool.hybrids], options)
+    )
+
+
+def _own_scores(
+    index: MemoryIndex, pool: _Pool, ids: list[int], options: SearchOptions
+) -> dict[int, float]:
+    """The hybrid of entries that are no full-text match: their vector's alone (0 without
+    vectors); their cosines are kept in ``pool.vectors``."""
+    if pool.query_vector is not None and ids:
+        fresh = [i for i in ids if i not in pool.vectors]
+        for chunk_id, vector in index.mirror.vectors_for(fresh).items():
             pool.vectors[chunk_id] = max(0.0, min(1.0, float(vector @ pool.query_vector)))
-    for chunk_id in added:
-        pool.hybrids[chunk_id] = (
-            hybrid_score(pool.vectors.get(chunk_id), 0.0, options) if pool.vectors else 0.0
-        )
+    return {
+        i: hybrid_score(pool.vectors.get(i), 0.0, options) if pool.vectors else 0.0 for i in ids
+    }
 
 
 def _link_direction(intent: TimeIntent, options: SearchOptions) -> str | None:

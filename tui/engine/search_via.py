@@ -9,6 +9,7 @@ so a result that only neighbours the words says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from .index import ChunkRow, MemoryIndex
@@ -25,6 +26,9 @@ def neighbour_support(
     hybrids: dict[int, float],
     options: SearchOptions,
     top: int,
+    *,
+    floor: float | None = None,
+    own: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> tuple[dict[int, float], dict[int, str]]:
     """Relevance lent to the daily-log entries near the ``top`` best candidates, and where
     each entry's support came from (the location of the entry that lent it).
@@ -33,11 +37,18 @@ def neighbour_support(
     while they sit in the same file: the next one gets ``neighbour_weight`` × its hybrid, each
     further step ``NEIGHBOUR_FALLOFF`` less, up to ``neighbour_reach`` entries away. Rows of
     neighbours that were not candidates are added to ``rows``.
+
+    With ``floor`` (the caller drops whatever stays under it) and ``own`` (the relevance of
+    entries that are no candidates: their vector's), a neighbour that is no candidate is read
+    only when it may reach the floor, lent or by itself, or lies on the way to one that may.
     """
     reach = max(1, options.neighbour_reach)
     best = sorted((i for i in hybrids if rows[i].date is not None), key=lambda i: -hybrids[i])[:top]
     wanted = {i + k * side for i in best for k in range(1, reach + 1) for side in (-1, 1)}
     missing = [n for n in wanted if n not in rows]
+    if floor is not None and own is not None and missing:
+        worth = _worth_reading(best, hybrids, set(missing), options, floor, own(missing))
+        missing = [n for n in missing if n in worth]
     rows.update(index.chunks_by_id(missing))
     support: dict[int, float] = {}
     lenders: dict[int, str] = {}
@@ -54,6 +65,32 @@ def neighbour_support(
                     lenders[row.id] = rows[chunk_id].location
                 lent *= NEIGHBOUR_FALLOFF
     return support, lenders
+
+
+def _worth_reading(
+    best: list[int],
+    hybrids: dict[int, float],
+    unread: set[int],
+    options: SearchOptions,
+    floor: float,
+    own: dict[int, float],
+) -> set[int]:
+    """The ``unread`` neighbours :func:`neighbour_support` needs: those that may reach
+    ``floor`` (the most they can be lent, or ``own``) and those on the way to one of them or to
+    a candidate (the way must be seen to run through one file)."""
+    needed: set[int] = set()
+    for chunk_id in best:
+        for side in (-1, 1):
+            lent = options.neighbour_weight * hybrids[chunk_id]
+            way: list[int] = []
+            for k in range(1, max(1, options.neighbour_reach) + 1):
+                neighbour = chunk_id + side * k
+                way.append(neighbour)
+                if neighbour not in unread or lent >= floor or own[neighbour] >= floor:
+                    needed.update(way)
+                    way.clear()
+                lent *= NEIGHBOUR_FALLOFF
+    return needed & unread
 
 
 def explain_via(
