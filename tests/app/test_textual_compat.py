@@ -7,12 +7,17 @@ belongs in ``tui/app/textual_compat.py`` (or the override named here).
 from __future__ import annotations
 
 import inspect
+import io
 
 import pytest
 from markdown_it import MarkdownIt
+from rich.console import Console
 from textual.app import App, ComposeResult
 from textual.command import CommandPalette
-from textual.widgets import Markdown, TabbedContent, TabPane, TextArea
+from textual.containers import Vertical
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widgets import Markdown, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.markdown import MarkdownBlock
 
 from tui.app import textual_compat as compat
@@ -106,3 +111,75 @@ async def test_a_layout_asked_for_is_pending_until_handed_to_the_screen() -> Non
         assert compat.layout_pending(markdown)
         await pilot.pause()
         assert not compat.layout_pending(markdown)
+
+
+class _Counted(Static):
+    """A Static that counts the times the compositor draws it."""
+
+    draws = 0
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self.draws += 1
+        return super().render_lines(crop)
+
+
+class _Apart(App[None]):
+    CSS = """
+    #top { height: 1; } #middle { height: 10; width: 30; } #bottom { dock: bottom; height: 1; }
+    #right { dock: right; width: 20; height: 10; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("top", id="top")
+        with Vertical(id="middle"):  # (a widget in a container, as the app's all are)
+            yield _Counted("a bystander\n" * 8)
+        yield Static("right", id="right")
+        yield Static("bottom", id="bottom")
+
+    def on_mount(self) -> None:
+        compat.repaint_apart(self.screen)
+
+
+def _apply(update: object, lines: list[list[str]], console: Console) -> None:
+    """Write what a partial screen update sends to the terminal into ``lines``."""
+    x = y = 0
+    options = console.options
+    for segment in update.__rich_console__(console, options):  # type: ignore[attr-defined]
+        if segment.control:
+            _kind, x, y = segment.control[0]  # (CURSOR_MOVE_TO, x, y)
+            continue
+        for char in segment.text.replace("\n", ""):  # (a line's end: the next move places it)
+            lines[y][x] = char
+            x += 1
+
+
+async def test_far_apart_changes_are_repainted_apart_with_the_same_cells() -> None:
+    app = _Apart()
+    async with app.run_test(size=(60, 16)) as pilot:
+        await pilot.pause()
+        compositor = app.screen._compositor
+        lines = [list(strip.text) for strip in compositor.render_strips()]
+        updates: list[object] = []
+        render_partial_update = compositor.render_partial_update
+
+        def recorded() -> object:
+            update = render_partial_update()
+            updates.append(update)
+            return update
+
+        compositor.render_partial_update = recorded  # type: ignore[method-assign]
+        bystander = app.query_one(_Counted)
+        draws = bystander.draws
+        with app.batch_update():  # one frame
+            app.query_one("#top", Static).update("top, changed")
+            app.query_one("#right", Static).update("right, changed")
+            app.query_one("#bottom", Static).update("bottom, changed")
+        await pilot.pause()
+        assert updates and all(update is not None for update in updates)
+        assert bystander.draws == draws, "the widget between the changes was not drawn again"
+        console = Console(width=60, height=16, file=io.StringIO())
+        for update in updates:
+            _apply(update, lines, console)
+        assert ["".join(line) for line in lines] == [
+            strip.text for strip in compositor.render_strips()
+        ]

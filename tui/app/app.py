@@ -41,7 +41,7 @@ from tui.app.messages import report_worker_error
 from tui.app.screens.main_keys import WHY_HELP
 from tui.app.screens.main_screen import MainScreen
 from tui.app.screens.unsaved_quit_screen import QuitChoice, UnsavedQuitScreen
-from tui.app.textual_compat import palette_search_group, palette_select
+from tui.app.textual_compat import palette_search_group, palette_select, repaint_apart
 from tui.app.themes import DEFAULT_THEME, load_themes, theme_dirs
 from tui.app.visible_controls import VisibleControls
 from tui.chat.config import Config, ConfigError, save_config
@@ -270,6 +270,7 @@ class MemdeckApp(App[int]):
             self._sync_at_start()
         self.set_interval(1.0, self._pace_gc)
         self._handle_termination()
+        repaint_apart(self.main_screen)
 
     def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)

@@ -9,8 +9,12 @@ belong, and checked there too: ``MarkdownBlock._update_from_block`` (``GrowingLi
 
 from __future__ import annotations
 
-from textual._compositor import Compositor
+from collections.abc import Iterable
+
+from textual._compositor import ChopsUpdate, Compositor
 from textual.command import CommandPalette
+from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets._markdown import (
@@ -37,7 +41,12 @@ __all__ = [
     "palette_search_group",
     "palette_select",
     "picture_of",
+    "repaint_apart",
 ]
+
+#: Dirty regions are repainted as one when the box around them is at most this many times
+#: their areas (see :func:`repaint_apart`).
+REPAINT_SLACK = 1.5
 
 #: The item blocks of Textual's Markdown lists.
 LIST_ITEMS = (MarkdownOrderedListItem, MarkdownUnorderedListItem)
@@ -89,3 +98,58 @@ def palette_search_group() -> str:
 def palette_select(palette: CommandPalette) -> None:
     """Act on the palette's highlighted hit as its Enter would (run it or fill it in)."""
     palette._select_or_command()
+
+
+def repaint_apart(screen: Screen[object]) -> None:
+    """Make ``screen`` repaint far-apart changes apart.
+
+    Textual repaints the box around every region that changed since the last frame, every
+    widget in it drawn whole: a line of the header, the chat log and a key of the footer
+    changed in one frame made it draw the whole screen (50-100 ms at 160×48, the stalls of a
+    turn's start and of indexing progress). Here the changes are gathered into boxes not much
+    bigger than what they hold, each drawn alone; the terminal gets the same cells.
+    """
+    compositor = screen._compositor
+
+    def render_partial_update() -> ChopsUpdate | None:
+        regions = list(compositor._dirty_regions)
+        compositor._dirty_regions.clear()
+        if not regions:
+            return None
+        spans = list(compositor._regions_to_spans(regions))
+        rendered = {y for y, _, _ in spans}
+        screen_region = compositor.size.region
+        boxes = [box for box in map(screen_region.intersection, _boxes(regions)) if box]
+        cuts = compositor.cuts
+        chops = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+        for box in boxes:
+            lines = rendered.intersection(box.line_range)
+            drawn = compositor._render_chops(box, lines.__contains__)
+            for y in lines:
+                line = chops[y]
+                for (x, strip), end in zip(drawn[y].items(), cuts[y][1:], strict=True):
+                    if strip is not None and x < box.right and end > box.x:
+                        line[x] = strip
+        return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in cuts])
+
+    compositor.render_partial_update = render_partial_update  # type: ignore[method-assign]
+
+
+def _boxes(regions: Iterable[Region]) -> list[Region]:
+    """``regions`` gathered into boxes each at most :data:`REPAINT_SLACK` times the area of
+    what it holds."""
+    boxes: list[tuple[Region, int]] = []  # a box, and the area of what it holds
+    for region in regions:
+        box, area = region, region.area
+        merged = True
+        while merged:  # a grown box may now take in another
+            merged = False
+            for index, (other, other_area) in enumerate(boxes):
+                union = box.union(other)
+                if union.area <= REPAINT_SLACK * (area + other_area):
+                    box, area = union, area + other_area
+                    del boxes[index]
+                    merged = True
+                    break
+        boxes.append((box, area))
+    return [box for box, _ in boxes]
