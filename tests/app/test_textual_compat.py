@@ -12,6 +12,8 @@ import io
 import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
+from rich.segment import ControlType
+from textual._compositor import ChopsUpdate
 from textual.app import App, ComposeResult
 from textual.command import CommandPalette
 from textual.containers import Vertical
@@ -140,13 +142,15 @@ class _Apart(App[None]):
         compat.repaint_apart(self.screen)
 
 
-def _apply(update: object, lines: list[list[str]], console: Console) -> None:
+def _apply(update: ChopsUpdate | None, lines: list[list[str]], console: Console) -> None:
     """Write what a partial screen update sends to the terminal into ``lines``."""
+    assert update is not None
     x = y = 0
-    options = console.options
-    for segment in update.__rich_console__(console, options):  # type: ignore[attr-defined]
+    for segment in console.render(update):
         if segment.control:
-            _kind, x, y = segment.control[0]  # (CURSOR_MOVE_TO, x, y)
+            code = segment.control[0]
+            assert code[0] == ControlType.CURSOR_MOVE_TO and len(code) == 3
+            x, y = int(code[1]), int(code[2])
             continue
         for char in segment.text.replace("\n", ""):  # (a line's end: the next move places it)
             lines[y][x] = char
@@ -159,10 +163,10 @@ async def test_far_apart_changes_are_repainted_apart_with_the_same_cells() -> No
         await pilot.pause()
         compositor = app.screen._compositor
         lines = [list(strip.text) for strip in compositor.render_strips()]
-        updates: list[object] = []
+        updates: list[ChopsUpdate | None] = []
         render_partial_update = compositor.render_partial_update
 
-        def recorded() -> object:
+        def recorded() -> ChopsUpdate | None:
             update = render_partial_update()
             updates.append(update)
             return update

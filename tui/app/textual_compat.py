@@ -10,6 +10,7 @@ belong, and checked there too: ``MarkdownBlock._update_from_block`` (``GrowingLi
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.command import CommandPalette
@@ -100,7 +101,7 @@ def palette_select(palette: CommandPalette) -> None:
     palette._select_or_command()
 
 
-def repaint_apart(screen: Screen[object]) -> None:
+def repaint_apart(screen: Screen[Any]) -> None:
     """Make ``screen`` repaint far-apart changes apart.
 
     Textual repaints the box around every region that changed since the last frame, every
