@@ -21,6 +21,7 @@ from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
 from tui.engine.index_db import FTS_TOKENIZER
 from tui.engine.search_results import SearchResult, describe_via
+from tui.engine.search_via import neighbour_support
 
 NOW = date(2026, 11, 26)
 LOG = "memory/2026-11-26.md"
@@ -175,3 +176,49 @@ def test_an_index_with_one_full_text_column_searches_and_takes_writes_until_rebu
         assert order[0] == L6 and rebuilt[L7].breakdown.text_via == L6
     finally:
         engine.close()
+
+
+def test_neighbours_are_read_only_where_they_can_pass_the_floor(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """With a floor, neighbour_support leaves unread a neighbour that is no candidate and can
+    reach the floor neither lent nor by itself; every entry it does lend to gets what it gets
+    without the floor, and one on the way to such an entry or to a candidate is read."""
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    notes = "".join(f"- Note number {n} of the day.\n" for n in range(9))
+    (root / LOG).write_text(f"# 2026-11-26\n\n## Notes\n\n{notes}", encoding="utf-8")
+    memory = MemoryEngine(root, embedder=embedder)
+    try:
+        memory.sync()
+        index = memory.index
+        ids = [row.id for row in index.iter_chunks(LOG)]
+        assert len(ids) == 9
+        options = memory.search_options  # neighbour weight 0.9, falloff 0.8, reach 2
+        # ids[0] lends 0.315 one entry away; ids[4] 0.18 and 0.144; ids[6] 0.09 and 0.072
+        hybrids = {ids[0]: 0.35, ids[4]: 0.2, ids[6]: 0.1}
+        own = {ids[2]: 0.5}  # passes the floor by itself
+
+        def support(floor: float | None) -> tuple[dict[int, float], set[int]]:
+            rows = index.chunks_by_id(list(hybrids))
+            lent, _ = neighbour_support(
+                index,
+                rows,
+                dict(hybrids),
+                options,
+                len(hybrids),
+                floor=floor,
+                own=lambda wanted: {i: own.get(i, 0.0) for i in wanted},
+            )
+            return lent, set(rows)
+
+        everything, all_read = support(None)
+        pruned, read = support(0.3)
+        # lent enough; passes by itself; on the way to ids[2]; on the way to the candidate ids[6]
+        assert {ids[1], ids[2], ids[3], ids[5]} <= read
+        assert {ids[7], ids[8]} <= all_read - read  # 0.09 and 0.072 lent, nothing of their own
+        assert ids[7] not in pruned and ids[8] not in pruned
+        assert pruned == {i: s for i, s in everything.items() if i in read}
+        assert pruned[ids[6]] == everything[ids[6]] > 0  # reached through ids[5]
+    finally:
+        memory.close()
