@@ -28,7 +28,7 @@ from textual.binding import ActiveBinding, Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, TextArea
+from textual.widgets import Input, Static, TextArea
 from textual.worker import Worker
 
 from tui.app.messages import WorkbenchMessage, report_worker_error
@@ -38,6 +38,7 @@ from tui.app.screens.main_keys import BREAKPOINTS, MAIN_BINDINGS, MAIN_HELP, fit
 from tui.app.widgets.app_header import AppHeader
 from tui.app.widgets.desk import HEADER_STATE, Desk
 from tui.app.widgets.mode_bar import ModeBar
+from tui.app.widgets.steady_footer import SteadyFooter
 
 # The heavy half (chat engine, memory panels, watcher) is imported once the engine is open; see
 # MemdeckApp._load_engine. These names are for type hints only.
@@ -153,7 +154,7 @@ class MainScreen(Screen[None]):
                 yield from self._main_widgets(self._engine)
             else:
                 yield Static("opening the memory workspace…", id="starting")
-        yield Footer(show_command_palette=False, compact=True)
+        yield SteadyFooter(show_command_palette=False, compact=True)
 
     def _main_widgets(self, engine: ChatEngine) -> list[Widget]:
         """Sessions, chat and memory panels over ``engine`` (and the workbench over it)."""
