@@ -393,7 +393,7 @@ def stream_pieces(tokens: int) -> list[str]:
 
 
 #: ``--stacks``: sample the event loop's stack every 2 ms and, after each run, print where it
-#: was during the stalls over the target (a diagnosis, not a figure).
+#: was during the stalls over the target it spent running (a diagnosis, not a figure).
 STACKS = False
 
 
@@ -447,6 +447,9 @@ class StallMeter:
         self.sampler: StackSampler | None = None
         #: CPU seconds the process (all its threads) used during each tick.
         self.cpu: list[float] = []
+        #: CPU seconds the event loop's own thread used during each tick: a stall it spent
+        #: running is work; one it spent waiting is the GIL or a busy machine.
+        self.loop_cpu: list[float] = []
         self._sample = sample
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -481,11 +484,12 @@ class StallMeter:
         return self.worst_ms
 
     def stall_windows(self, ms: float) -> list[tuple[float, float]]:
-        """``(start, end)`` of each tick that came more than ``ms`` late."""
+        """``(start, end)`` of each tick that came more than ``ms`` late with the loop's thread
+        running for at least half of it (on a busy machine the others are mostly waits)."""
         return [
             (self.ticks[i] - stall - 0.01, self.ticks[i])
             for i, stall in enumerate(self.stalls)
-            if stall * 1000 > ms
+            if stall * 1000 > ms and self.loop_cpu[i] >= stall / 2
         ]
 
     @property
@@ -496,18 +500,30 @@ class StallMeter:
         """How many ticks came more than ``ms`` late."""
         return sum(1 for stall in self.stalls if stall * 1000 > ms)
 
+    def worked_over(self, ms: float) -> int:
+        """How many ticks came more than ``ms`` late with the loop's thread running for more
+        than ``ms`` of it (work, not a wait for the CPU or the GIL)."""
+        return sum(
+            1
+            for stall, cpu in zip(self.stalls, self.loop_cpu, strict=True)
+            if stall * 1000 > ms and cpu * 1000 > ms
+        )
+
     async def _tick(self) -> None:
         last = time.perf_counter()
         last_cpu = time.process_time()
+        last_loop_cpu = time.thread_time()
         ticks = 0
         while not self._stop.is_set():
             await asyncio.sleep(0.01)
             now = time.perf_counter()
             cpu = time.process_time()
+            loop_cpu = time.thread_time()
             self.stalls.append(now - last - 0.01)
             self.ticks.append(now)
             self.cpu.append(cpu - last_cpu)
-            last, last_cpu = now, cpu
+            self.loop_cpu.append(loop_cpu - last_loop_cpu)
+            last, last_cpu, last_loop_cpu = now, cpu, loop_cpu
             ticks += 1
             if self._sample is not None and not ticks % 10:
                 self._sample()
@@ -526,7 +542,9 @@ def stall_line(label: str, meter: StallMeter) -> str:
         at = meter.stalls.index(max(meter.stalls))
         line += (
             f"\n    (the worst tick ended {sum(meter.stalls[: at + 1]) + 0.01 * (at + 1):.1f} s in; "
-            f"the process used {meter.cpu[at] * 1000:.0f} ms of CPU during it)"
+            f"the process used {meter.cpu[at] * 1000:.0f} ms of CPU during it, the event loop's "
+            f"thread {meter.loop_cpu[at] * 1000:.0f} ms; ticks over {TARGET_STALL_MS:.0f} ms "
+            f"the loop's thread spent running: {meter.worked_over(TARGET_STALL_MS)})"
         )
     collections = meter.full_collections
     line += f"\n    full garbage collections meanwhile: {len(collections)}" + (
@@ -653,10 +671,10 @@ async def index_once(
     lines: int,
     gap: float | None,
     tokens: int,
-) -> None:
+) -> StallMeter:
     """Write a ``lines``-line daily log while the app runs (its watcher indexes it); measure the
     worst stall until it is embedded and the panels have refreshed; optionally while an answer
-    streams ``gap`` seconds a piece. Removes the file afterwards."""
+    streams ``gap`` seconds a piece. Removes the file afterwards; returns the stall meter."""
     main = app.main_screen
     panels = main.memory_panels
     rel = "memory/2030-01-01.md"
@@ -693,7 +711,7 @@ async def index_once(
         print(f"Indexing a {label}, the UI idle")
         print(stall_line("while indexing", meter))
     else:
-        await stream_once(
+        meter = await stream_once(
             app,
             pilot,
             server,
@@ -717,6 +735,11 @@ async def index_once(
         )
 
     await _wait(dropped, 120)
+    return meter
+
+
+#: One row of the issue's stall table: what ran, and its stall meter.
+StallRow = tuple[str, StallMeter]
 
 
 async def bench_in_app(
@@ -727,8 +750,9 @@ async def bench_in_app(
     *,
     parts: set[str],
     index_lines: int,
+    rows: list[StallRow],
 ) -> None:
-
+    """The in-process parts; each stall measured is appended to ``rows``."""
     from tui.app.app import MemdeckApp
     from tui.chat.chat import ChatEngine
 
@@ -768,14 +792,20 @@ async def bench_in_app(
             if "preview" in parts:
                 await bench_preview(app, pilot, engine, panel, keys)
             if "stream" in parts:
-                for gap in stream_gaps:
-                    await stream_once(app, pilot, server, tokens, gap)
+                for number, gap in enumerate(stream_gaps):
+                    what = f"{tokens:,} tokens at" if number == 0 else "at"
+                    meter = await stream_once(app, pilot, server, tokens, gap)
+                    rows.append((f"streaming {what} {1 / gap:.0f} tok/s", meter))
             if "index" in parts:
                 watcher = main.watcher
                 assert watcher is not None
                 await _wait(watcher.ready.is_set, 60)
-                await index_once(app, pilot, server, workspace, index_lines, None, tokens)
-                await index_once(app, pilot, server, workspace, index_lines, stream_gaps[0], tokens)
+                idle = await index_once(app, pilot, server, workspace, index_lines, None, tokens)
+                rows.append((f"indexing a {index_lines:,}-line log, UI idle", idle))
+                both = await index_once(
+                    app, pilot, server, workspace, index_lines, stream_gaps[0], tokens
+                )
+                rows.append((f"both at once ({1 / stream_gaps[0]:.0f} tok/s)", both))
             await pilot.press("ctrl+q")
         engine.close()
     finally:
@@ -917,7 +947,13 @@ def main(argv: list[str] | None = None) -> int:
         default=10_000,
         help="workspace size in indexed units (entries), about 67 per generated daily log",
     )
-    parser.add_argument("--runs", type=int, default=5, help="first-frame runs")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="full runs, one after the other, each with its figures and its stall table",
+    )
+    parser.add_argument("--frame-runs", type=int, default=5, help="first-frame runs in a run")
     parser.add_argument("--keys", type=int, default=50, help="keystrokes timed")
     parser.add_argument("--tokens", type=int, default=2_000, help="streamed answer length")
     parser.add_argument(
@@ -946,23 +982,59 @@ def main(argv: list[str] | None = None) -> int:
     CACHE.mkdir(parents=True, exist_ok=True)
     print(f"memdeck TUI bench · {load()}")
     workspace = build_workspace(args.chunks, args.rebuild)
-    if "frame" in parts:
-        with FakeOpenAI() as server:
-            bench_first_frame(workspace, args.runs, server)
     gaps = [1 / float(rate) for rate in args.rates.split(",") if rate.strip()]
-    if parts & {"first", "preview", "stream", "index"}:
-        asyncio.run(
-            bench_in_app(
-                workspace,
-                args.keys,
-                args.tokens,
-                gaps,
-                parts=parts,
-                index_lines=args.index_lines,
+    runs: list[tuple[str, list[StallRow]]] = []
+    for run in range(1, args.runs + 1):
+        if args.runs > 1:
+            print(f"\n=== run {run} of {args.runs} · {load()}")
+        began = os.getloadavg()[0]
+        if "frame" in parts:
+            with FakeOpenAI() as server:
+                bench_first_frame(workspace, args.frame_runs, server)
+        rows: list[StallRow] = []
+        if parts & {"first", "preview", "stream", "index"}:
+            asyncio.run(
+                bench_in_app(
+                    workspace,
+                    args.keys,
+                    args.tokens,
+                    gaps,
+                    parts=parts,
+                    index_lines=args.index_lines,
+                    rows=rows,
+                )
             )
-        )
-    print(f"\n{load()}")
+        loads = f"load {began:.2f}-{os.getloadavg()[0]:.2f}"
+        runs.append((loads, rows))
+        print(f"\n{load()}")
+        if rows:
+            print(stall_table([(f"run {run} ({loads})", rows)]))
+    if len(runs) > 1 and runs[0][1]:
+        print(f"\nAll {len(runs)} runs (1-minute load average at each run's start and end)")
+        columns = [(f"run {n} ({loads})", rows) for n, (loads, rows) in enumerate(runs, 1)]
+        print(stall_table(columns))
     return 0
+
+
+def stall_table(runs: list[tuple[str, list[StallRow]]]) -> str:
+    """The issue's table of worst stalls: a row per part measured, a column per run."""
+    target = f"≤ {TARGET_STALL_MS:.0f}, 0 ticks over {TARGET_STALL_MS:.0f}"
+    lines = [
+        "| worst event-loop stall | " + " | ".join(title for title, _ in runs) + " | target |",
+        "|---" * (len(runs) + 2) + "|",
+    ]
+    for index, (what, _) in enumerate(runs[0][1]):
+        cells = []
+        for _, rows in runs:
+            meter = rows[index][1]
+            over, worked = meter.over(TARGET_STALL_MS), meter.worked_over(TARGET_STALL_MS)
+            mark = "✓" if meter.worst_ms <= TARGET_STALL_MS and not over else "✗"
+            cells.append(
+                f"{meter.worst_ms:.0f} ms ({over} ticks over {TARGET_STALL_MS:.0f}, "
+                f"{worked} of them working) {mark}"
+            )
+        lines.append(f"| {what} | " + " | ".join(cells) + f" | {target} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
