@@ -544,10 +544,11 @@ opened again, after a quit too.
         for hint in self.query("#chat-empty"):
             hint.display = show
 
-    async def _add(self, widget: Widget) -> None:
+    async def _add(self, *widgets: Widget) -> None:
         self._show_first_steps(False)
-        widget.add_class("chat-item")
-        await self.log_view.mount(widget)
+        for widget in widgets:
+            widget.add_class("chat-item")
+        await self.log_view.mount_all(widgets)  # (one layout for a turn's two messages)
         self.call_after_refresh(self.follow_output)
 
     # -- the turn, as the workbench publishes it --

@@ -5,6 +5,7 @@ replaced taken out of the view (see :class:`TurnView`)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -29,14 +30,20 @@ from tui.chat.supersede import Superseded, SupersedeReason
 from tui.engine.inject import InjectionReport
 
 
+class Mount(Protocol):
+    """Mounts widgets at the end of the chat log."""
+
+    def __call__(self, *widgets: Widget) -> Awaitable[None]: ...
+
+
 class TurnView:
-    """The user's message and the answer of the turn that runs, in ``log``; ``add`` mounts a
-    new item at the log's end, ``follow`` keeps the log at its end while it is anchored."""
+    """The user's message and the answer of the turn that runs, in ``log``; ``add`` mounts
+    new items at the log's end, ``follow`` keeps the log at its end while it is anchored."""
 
     def __init__(
         self,
         log: Callable[[], VerticalScroll],
-        add: Callable[[Widget], Awaitable[None]],
+        add: Mount,
         follow: Callable[[], None],
     ) -> None:
         self._log = log
@@ -56,9 +63,8 @@ class TurnView:
         if log.is_anchored:
             log.scroll_end(animate=False, immediate=True)
         self.prompt = ChatMessage("user", text)
-        await self._add(self.prompt)
         self.answer = ChatMessage("assistant")
-        await self._add(self.answer)
+        await self._add(self.prompt, self.answer)
 
     async def show(self, event: object) -> None:
         """One event of the running turn."""
