@@ -1,10 +1,15 @@
 """TUI benchmark: start-up to first frame, keystroke to injection preview, a streamed answer.
 
-    .venv/bin/python tests/bench/ui_speed.py [--chunks 10000] [--runs 5] [--keys 50] [--tokens 2000]
-        [--rates 200,50] [--index-lines 3000] [--parts frame,first,preview,stream,index]
+    .venv/bin/python tests/bench/ui_speed.py [--chunks 10000] [--runs 1] [--frame-runs 5]
+        [--keys 50] [--tokens 2000] [--rates 200,50] [--index-lines 3000]
+        [--parts frame,first,preview,stream,index] [--stacks]
 
 A script, not a test: it prints its figures with the targets beside them and asserts nothing.
-The machine may be shared: the load average is printed at the start and the end.
+The machine may be shared: the load average is printed at the start and the end. ``--runs N``
+runs everything N times in a row; each run ends with the table of its worst stalls (the
+issue's rows, with the load at its start and end), and the last lines are all runs' table. A
+stall counts as "working" when the event loop's own thread ran for more than the target during
+it (its CPU time): on a busy machine the other stalls are mostly waits for a CPU.
 
 What is measured, exactly:
 
