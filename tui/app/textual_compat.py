@@ -9,7 +9,6 @@ belong, and checked there too: ``MarkdownBlock._update_from_block`` (``GrowingLi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from textual._compositor import ChopsUpdate, Compositor
@@ -46,8 +45,12 @@ __all__ = [
 ]
 
 #: Dirty regions are repainted as one when the box around them is at most this many times
-#: their areas (see :func:`repaint_apart`).
+#: their areas (see :func:`repaint_apart`)...
 REPAINT_SLACK = 1.5
+#: ...in at most this many boxes (each draws the widgets it meets whole)...
+REPAINT_BOXES = 6
+#: ...and in one box when there are more regions than this.
+REPAINT_REGIONS = 100
 
 #: The item blocks of Textual's Markdown lists.
 LIST_ITEMS = (MarkdownOrderedListItem, MarkdownUnorderedListItem)
@@ -122,23 +125,31 @@ def repaint_apart(screen: Screen[Any]) -> None:
         screen_region = compositor.size.region
         boxes = [box for box in map(screen_region.intersection, _boxes(regions)) if box]
         cuts = compositor.cuts
-        chops = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+        ends = [cut_set[1:] for cut_set in cuts]
+        if len(boxes) == 1:  # (Textual's own way)
+            return ChopsUpdate(
+                compositor._render_chops(boxes[0], rendered.__contains__), spans, ends
+            )
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
         for box in boxes:
             lines = rendered.intersection(box.line_range)
             drawn = compositor._render_chops(box, lines.__contains__)
             for y in lines:
                 line = chops[y]
-                for (x, strip), end in zip(drawn[y].items(), cuts[y][1:], strict=True):
+                for (x, strip), end in zip(drawn[y].items(), ends[y], strict=True):
                     if strip is not None and x < box.right and end > box.x:
                         line[x] = strip
-        return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in cuts])
+        return ChopsUpdate(chops, spans, ends)
 
     compositor.render_partial_update = render_partial_update  # type: ignore[method-assign]
 
 
-def _boxes(regions: Iterable[Region]) -> list[Region]:
-    """``regions`` gathered into boxes each at most :data:`REPAINT_SLACK` times the area of
-    what it holds."""
+def _boxes(regions: list[Region]) -> list[Region]:
+    """``regions`` gathered into at most :data:`REPAINT_BOXES` boxes, each at most
+    :data:`REPAINT_SLACK` times the area of what it holds where it can be (past that, the two
+    that grow least joined); one box around them all when they are many (a whole view)."""
+    if len(regions) > REPAINT_REGIONS:
+        return [Region.from_union(regions)]
     boxes: list[tuple[Region, int]] = []  # a box, and the area of what it holds
     for region in regions:
         box, area = region, region.area
@@ -153,4 +164,14 @@ def _boxes(regions: Iterable[Region]) -> list[Region]:
                     merged = True
                     break
         boxes.append((box, area))
+        if len(boxes) > REPAINT_BOXES:
+            pairs = [(a, b) for a in range(len(boxes)) for b in range(a + 1, len(boxes))]
+            a, b = min(pairs, key=lambda pair: _growth(boxes[pair[0]][0], boxes[pair[1]][0]))
+            (box_a, area_a), (box_b, area_b) = boxes[a], boxes[b]
+            del boxes[b], boxes[a]
+            boxes.append((box_a.union(box_b), area_a + area_b))
     return [box for box, _ in boxes]
+
+
+def _growth(one: Region, other: Region) -> int:
+    return one.union(other).area - one.area - other.area
