@@ -30,12 +30,15 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
 from .fileio import PRIVATE_DIR_MODE, lock_for, private_lock
+from .git_discovery import AUTHOR_EMAIL as AUTHOR_EMAIL
+from .git_discovery import AUTHOR_NAME as AUTHOR_NAME
+from .git_discovery import OWN_REPOSITORY_KEY as OWN_REPOSITORY_KEY
+from .git_discovery import why_not_kept
 from .git_origins import LineOrigins
 from .history_records import (
     Attribution,
@@ -46,13 +49,11 @@ from .history_records import (
     one_line,
     parse_trailers,
 )
+from .history_stamps import FileStamps, Stamp, stamp
 from .workspace import MEMORY_DIR, MEMORY_FILE, STATE_DIR, Workspace
 
 if TYPE_CHECKING:
     import pygit2
-
-AUTHOR_NAME = "memdeck"
-AUTHOR_EMAIL = "memdeck@localhost"
 
 GITIGNORE = """\
 # Written by memdeck: only the Markdown memory is versioned (MEMORY.md, memory/**/*.md).
@@ -77,46 +78,6 @@ class _Pending:
     attributions: list[Attribution] = field(default_factory=list)
 
 
-#: Set in the config of a repository memdeck made (``git config memdeck.history``).
-OWN_REPOSITORY_KEY = "memdeck.history"
-
-
-def foreign_repository(root: Path) -> bool:
-    """Whether ``root/.git`` is a repository another program made (OpenClaw makes its agent
-    workspace one): neither marked as memdeck's nor started by a memdeck commit."""
-    import pygit2
-
-    if not (root / ".git").exists():
-        return False
-    try:
-        repo = pygit2.Repository(str(root))
-        if OWN_REPOSITORY_KEY in repo.config:
-            return False
-        if repo.head_is_unborn:
-            return True
-        order = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE
-        first = next(iter(repo.walk(repo.head.target, order)))
-    except (pygit2.GitError, KeyError, ValueError):
-        return False  # unreadable: :meth:`GitHistory.repository` moves it aside and says so
-    if first.author.name == AUTHOR_NAME and "Memdeck-Source:" in first.message:
-        repo.config[OWN_REPOSITORY_KEY] = "true"  # made before the mark existed
-        return False
-    return True
-
-
-def enclosing_repository(root: Path) -> Path | None:
-    """The git repository ``root`` is inside of, other than its own ``root/.git``."""
-    import pygit2
-
-    found = pygit2.discover_repository(str(root))
-    if not found:
-        return None
-    git_dir = Path(found).resolve()
-    if git_dir == (root / ".git").resolve():
-        return None
-    return git_dir.parent if git_dir.name == ".git" else git_dir
-
-
 class GitHistory:
     """The git history of one workspace's memory. Thread-safe; every method blocks (call it
     from a worker). Other processes (``memdeck mcp``, the CLI) commit to the same repository:
@@ -133,24 +94,12 @@ class GitHistory:
         self._repo: pygit2.Repository | None = None
         self._pending = _Pending()
         self.origins = LineOrigins(self.root)
+        self.stamps = FileStamps(self.root, workspace.extra_files)
         #: Changes read so far by commit id (a commit never changes; its diff stats cost).
         self._read: dict[str, Change] = {}
-        self._disabled = mode == "off"
         if mode == "auto":
-            outer = enclosing_repository(self.root)
-            if outer is not None:
-                self._disabled = True
-                self.problem = (
-                    f"history is off: this workspace is inside the git repository {outer}; "
-                    'set [history] mode = "on" in config.toml to keep it there'
-                )
-            elif foreign_repository(self.root):
-                self._disabled = True
-                self.problem = (
-                    "history is off: this workspace's git repository was made by another "
-                    'program; set [history] mode = "on" in config.toml to commit memory '
-                    "changes into it"
-                )
+            self.problem = why_not_kept(self.root)
+        self._disabled = mode == "off" or self.problem is not None
 
     # -- the repository --
 
@@ -260,7 +209,7 @@ class GitHistory:
         if chosen is None:
             try:
                 with self._locked():
-                    chosen = self._changed_on_disk(self.repository())
+                    chosen = self._changed_since_commit()
             except Exception as exc:  # noqa: BLE001 - history never blocks
                 self._say(f"history: {one_line(str(exc))}")
                 return None
@@ -327,6 +276,7 @@ class GitHistory:
                     None, last.author, last.committer, message, last.tree_id, first.parent_ids
                 )
                 repo.head.set_target(oid)
+                self.stamps.moved(commits[-1], str(oid))
                 self.origins.rename(commits, str(oid))
                 return str(oid)
         except Exception as exc:  # noqa: BLE001 - the commits stay as they are
@@ -339,6 +289,17 @@ class GitHistory:
             or rel in self.workspace.extra_files
             or (rel.startswith(f"{MEMORY_DIR}/") and rel.endswith(".md"))
         )
+
+    def _changed_since_commit(self) -> list[str]:
+        """The memory files not as last committed: none without asking git when every one is
+        as memdeck last saw it committed (:class:`~.history_stamps.FileStamps`)."""
+        files = self.stamps.on_disk()
+        if self.stamps.unchanged(files):
+            return []
+        repo = self.repository()
+        changed = self._changed_on_disk(repo)
+        self.stamps.checked(None if repo.head_is_unborn else str(repo.head.target), files, changed)
+        return changed
 
     def _changed_on_disk(self, repo: pygit2.Repository) -> list[str]:
         """The memory files that differ from the last commit (new, changed or gone): only
@@ -382,6 +343,9 @@ class GitHistory:
             for rel in paths
             if (self.root / rel).is_file() and not (self.root / rel).is_symlink()
         ]
+        # stamped before they are read: a change while they are is seen at the next start
+        stamps: dict[str, Stamp | None] = {rel: stamp(self.root / rel) for rel in present}
+        stamps.update((rel, None) for rel in paths if rel not in present)
         for rel in paths:
             if rel in present:
                 blob = repo.create_blob_fromworkdir(rel)
@@ -393,6 +357,7 @@ class GitHistory:
             head = repo.get(parents[0])
             assert isinstance(head, pygit2.Commit)
             if head.tree_id == tree:
+                self.stamps.committed(str(parents[0]), str(parents[0]), stamps)
                 return None
         index = repo.index
         index.read()
@@ -406,6 +371,7 @@ class GitHistory:
         oid = repo.create_commit(
             "HEAD", signature, signature, attribution.message(paths), tree, parents
         )
+        self.stamps.committed(str(parents[0]) if parents else None, str(oid), stamps)
         parent = repo.get(parents[0]) if parents else None
         before = parent.tree if isinstance(parent, pygit2.Commit) else None
         after = repo.get(tree)
