@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .embeddings import DEFAULT_MODEL, Embedder, EmbeddingError, ModelSpec, _pad_ids, _tokenizer
+from .embeddings import DEFAULT_MODEL, Embedder, EmbeddingError, ModelSpec
 from .heap import release_free_memory, resident_mb
 
 if TYPE_CHECKING:  # numpy loads at the first embedding, not with the app
@@ -236,8 +236,8 @@ class HelperEmbedder(Embedder):
         with self._lock:
             if self._ready:
                 return
-            self._counter = _tokenizer(self.spec, self.cache_dir, "count")
-            self._pad_id = _pad_ids[(self.spec, self.cache_dir)]
+            if self.spec.tokenizer_resource is None:  # a download fails here, not at a search
+                self._word_pieces()  # the bundled one loads at the first text (~13 MB)
             with self._io_lock:
                 if self._proc is None:
                     self._start()

@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import tokenizers
-
 from .heap import release_free_memory
 from .model_files import (
     DEFAULT_MODEL,
@@ -30,8 +28,9 @@ from .model_files import (
     tokenizer_json,
 )
 
-if TYPE_CHECKING:  # numpy loads at the first embedding or search, not with the app
+if TYPE_CHECKING:  # numpy loads at the first embedding or search, the tokenizer at the first count
     import numpy as np
+    import tokenizers
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -123,6 +122,8 @@ def _tokenizer(spec: ModelSpec, cache_dir: Path | None, purpose: str) -> tokeniz
         tok = _tok_cache.get(key)
         if tok is not None:
             return tok
+        import tokenizers
+
         text = tokenizer_json(spec, cache_dir)
         try:
             tok = tokenizers.Tokenizer.from_str(text)
@@ -256,10 +257,18 @@ class Embedder:
         with self._lock:
             if self._session is not None:
                 return
+            self._word_pieces()  # before the session: ``loaded`` means both are there
+            self.load_session()
+
+    def _word_pieces(self) -> tokenizers.Tokenizer:
+        """The tokenizer that splits texts to embed, loaded at the first use (a model in a
+        helper process needs none until a text comes)."""
+        counter = self._counter
+        if counter is None:
             counter = _tokenizer(self.spec, self.cache_dir, "count")
             self._pad_id = _pad_ids[(self.spec, self.cache_dir)]
-            self._counter = counter  # before the session: ``loaded`` means both are there
-            self.load_session()
+            self._counter = counter
+        return counter
 
     def load_session(self) -> None:
         """Load the ONNX session alone (no tokenizer): what the helper process needs."""
@@ -343,11 +352,11 @@ class Embedder:
 
     def _batches(self, texts: list[str]) -> list[list[int]]:
         """Indices of ``texts`` grouped into batches, longest first (least padding)."""
-        assert self._counter is not None
+        counter = self._word_pieces()
         cap = self.spec.max_tokens
         lengths: list[int] = []
         for start in range(0, len(texts), 1024):  # bounded memory for large reindexes
-            encs = self._counter.encode_batch(texts[start : start + 1024])
+            encs = counter.encode_batch(texts[start : start + 1024])
             lengths += [min(len(e.ids), cap) for e in encs]
         order = sorted(range(len(texts)), key=lambda i: lengths[i], reverse=True)
         batches: list[list[int]] = []
@@ -372,13 +381,13 @@ class Embedder:
         """Ids, attention mask and type ids, as ``load_tokenizer()`` would make them: truncated
         to ``max_tokens`` with the special tokens, padded to the longest. Done here so that
         one tokenizer instance serves both counting and embedding."""
-        assert self._counter is not None
-        processor = self._counter.post_processor
+        counter = self._word_pieces()
+        processor = counter.post_processor
         keep = self.spec.max_tokens - (
             processor.num_special_tokens_to_add(False) if processor is not None else 0
         )
         encs = []
-        for enc in self._counter.encode_batch(texts, add_special_tokens=False):
+        for enc in counter.encode_batch(texts, add_special_tokens=False):
             if len(enc.ids) > keep:
                 enc.truncate(keep)
             encs.append(processor.process(enc) if processor is not None else enc)

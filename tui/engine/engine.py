@@ -13,13 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import usage
 from .chunker import ChunkParams
-from .embeddings import (
-    Embedder,
-    EmbeddingError,
-    TextEmbedder,
-    count_tokens,
-    count_tokens_batch,
-)
+from .embeddings import Embedder, EmbeddingError, TextEmbedder, count_tokens_batch
 from .git_history import GitHistory
 from .heap import resident_mb
 from .history_records import (
@@ -42,6 +36,7 @@ from .search_links import memory_entries_changed
 from .search_results import SearchResponse, change_note
 from .store import EntryBatch, MemoryEntry, MemoryStore, RestoredEntry, RetiredRecord
 from .temporal import TimeIntent, parse_time_intent
+from .token_counts import TokenCounts
 from .workspace import MEMORY_FILE, Workspace
 
 if TYPE_CHECKING:
@@ -118,6 +113,7 @@ class MemoryEngine:
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._query_vectors_lock = threading.Lock()
         self.history = GitHistory(self.workspace, history)
+        self.token_counts = TokenCounts(self.workspace.root)
         self.attribution = attribution
         #: ``current``: who this thread's writes are from; ``committed``: the commits one
         #: :meth:`one_change` made so far (squashed into one at its end).
@@ -573,7 +569,10 @@ class MemoryEngine:
         )
         results = response.results if response else []
         memory = self.store.read_memory()
-        injection = build_injection(memory.text, results, count_tokens, options)
+        tally = self.token_counts.tally()
+        injection = build_injection(memory.text, results, tally, options)
+        if not results:  # what the preview of an empty draft counts: kept for the next start
+            self.token_counts.keep(tally)
         if memory.notice:
             injection.report.notes.append(memory.notice)
         if response is not None:
