@@ -1,18 +1,26 @@
 """What the app imports, and when: the idle app holds no library it does not use yet (memory),
 and the first answer does not wait for the chat SDK's import (it is warmed up in a thread
-from the first key). Each runs a fresh interpreter: only it tells what the app imports."""
+from the first key). Each runs a fresh interpreter: only it tells what the app imports.
+
+An idle app over memory that did not change while it was closed holds neither pygit2 (no
+``git status``: the files are as last committed) nor the tokenizer (MEMORY.md's counts are
+kept); an outside edit made while it was closed is still committed at start, through pygit2."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from support.chat_support import ROOT, make_config
 from support.fakeopenai import FakeOpenAI
+from support.git_log import commits
 from support.pilot import (
     SIZE,
     build_app,
@@ -30,17 +38,30 @@ from tui.engine.engine import MemoryEngine
 PROBE = ROOT / "tests" / "support" / "fresh_app_probe.py"
 
 
-def run_probe(tmp_path: Path, server: FakeOpenAI, embedder: Embedder) -> list[dict[str, Any]]:
-    """The probe's two lines over a workspace indexed beforehand (the app embeds nothing)."""
+def run_probe(
+    tmp_path: Path,
+    server: FakeOpenAI,
+    embedder: Embedder,
+    while_closed: Callable[[Path], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The probe's two lines over a workspace indexed beforehand (the app embeds nothing), its
+    files written a day ago, opened once before (its history started, the empty draft's
+    preview shown); ``while_closed`` changes it before the app opens again."""
     workspace = tmp_path / "ws"
     (workspace / "memory").mkdir(parents=True)
     (workspace / "MEMORY.md").write_text("# Long-term Memory\n\n- Likes tea\n", encoding="utf-8")
     (workspace / "memory" / "2026-11-20.md").write_text(
         "# 2026-11-20\n\n## Trip\n- Booked the train to Lisbon\n", encoding="utf-8"
     )
+    yesterday = time.time() - 86_400  # a file stamped seconds after its change is checked again
+    for path in (workspace / "MEMORY.md", workspace / "memory" / "2026-11-20.md"):
+        os.utime(path, (yesterday, yesterday))
     memory = MemoryEngine(workspace, embedder=embedder)
     assert memory.sync(embed=True).embedded > 0
+    assert memory.inject("").text  # the preview of the empty draft, as the app shows it
     memory.close()
+    if while_closed is not None:
+        while_closed(workspace)
     done = subprocess.run(
         [sys.executable, str(PROBE), str(workspace), server.base_url],
         capture_output=True,
@@ -59,7 +80,8 @@ def test_the_idle_app_imports_no_sdk_and_the_first_answer_waits_for_none(
     server.enqueue(FakeOpenAI.text(["Hello ", "there."]))
     idle, first = run_probe(tmp_path, server, embedder)
     # idle, model loaded, index synced: the chat SDK, MCP, schema validation, numpy (first
-    # search) and onnxruntime (the helper process's) are not loaded
+    # search), onnxruntime (the helper process's), pygit2 (nothing to commit) and the
+    # tokenizer (MEMORY.md's counts kept) are not loaded
     assert idle == {"idle": []}
     # the first key warmed the chat client up in a thread: the SDK was not imported on the
     # event loop, and a connection was opened before the message was sent
@@ -67,6 +89,24 @@ def test_the_idle_app_imports_no_sdk_and_the_first_answer_waits_for_none(
     assert first["openai_imported_on"] not in (None, "MainThread")
     paths = [(r.method, r.path) for r in server.requests]
     assert paths.index(("GET", "/v1/models")) < paths.index(("POST", "/v1/chat/completions"))
+
+
+def test_an_outside_edit_made_while_the_app_was_closed_is_committed_at_start(
+    tmp_path: Path, server: FakeOpenAI, embedder: Embedder
+) -> None:
+    def edit(workspace: Path) -> None:
+        with (workspace / "memory" / "2026-11-20.md").open("a", encoding="utf-8") as log:
+            log.write("- Changed trains in Porto\n")
+
+    server.enqueue(FakeOpenAI.text(["Hello."]))
+    idle, first = run_probe(tmp_path, server, embedder, while_closed=edit)
+    assert first["answered"]
+    newest, start = commits(tmp_path / "ws")  # the history's start, then the edit
+    assert newest.trailers == {"Memdeck-Source": "outside"}
+    assert newest.files == ("memory/2026-11-20.md",)
+    assert start.files == ("MEMORY.md", "memory/2026-11-20.md")
+    # the files were not as last committed: git was asked (and the changed log re-chunked)
+    assert "pygit2" in idle["idle"]
 
 
 async def test_a_dead_server_is_said_by_the_send_not_by_the_warm_up(tmp_path: Path) -> None:

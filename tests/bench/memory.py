@@ -104,6 +104,16 @@ def _status() -> dict[str, float]:
     return out
 
 
+#: Libraries the idle app should not hold (each loads with its first use), named when held.
+LAZY_LIBRARIES = (
+    "pygit2", "tokenizers", "numpy", "onnxruntime", "openai", "httpx", "mcp", "jsonschema"
+)
+
+
+def _libraries_held() -> str:
+    return ",".join(name for name in LAZY_LIBRARIES if name in sys.modules) or "none"
+
+
 def _reset_peak() -> None:
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
 
@@ -180,6 +190,11 @@ def prepare(root: Path, chunks: int, new: int) -> int:
     conn.execute("VACUUM")
     index.close()
     _write_logs(root, (chunks + PER_DAY - 1) // PER_DAY + 1, new, rng)  # not cached: embedded
+    # written a day ago, as a user's memory is: a file seen within seconds of its last change
+    # is checked with git again at the next start (it might have changed unseen since)
+    yesterday = time.time() - 86_400
+    for path in (root / "MEMORY.md", *(root / "memory").glob("*.md")):
+        os.utime(path, (yesterday, yesterday))
     return len(hashes) + new
 
 
@@ -258,7 +273,11 @@ def measure(root: Path, mode: str, expected: int, searches: int, idle_exit: floa
                 return
             if mode == "idle":
                 await asyncio.sleep(2.0)
-                _report("app open, model loaded, nothing to embed (idle)", **_helper_figures(app))
+                _report(
+                    "app open, model loaded, nothing to embed (idle)",
+                    **_helper_figures(app),
+                    holds=_libraries_held(),
+                )
                 memory = app.engine.memory
                 await app.run_worker(partial(memory.search, QUERIES[0]), thread=True).wait()
                 await asyncio.sleep(0.5)

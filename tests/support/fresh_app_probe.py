@@ -24,8 +24,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-#: Libraries the idle app does not need: each is imported when its feature is first used.
-WATCHED = ("openai", "httpx", "httpx2", "mcp", "jsonschema", "numpy", "onnxruntime")
+#: Libraries the idle app does not need: each is imported when its feature is first used
+#: (pygit2 when a memory file is not as last committed, tokenizers when a text is counted).
+WATCHED = (
+    "openai",
+    "httpx",
+    "httpx2",
+    "mcp",
+    "jsonschema",
+    "numpy",
+    "onnxruntime",
+    "pygit2",
+    "tokenizers",
+)
 
 imported_on: dict[str, str] = {}
 
