@@ -137,13 +137,13 @@ def read_own_file(path: Path) -> bytes:
         os.close(fd)
 
 
-def replace_own_file(path: Path, data: bytes) -> None:
+def replace_own_file(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace a file in memdeck's own folders with ``data`` atomically: a new private file
-    beside it, fsynced, renamed over it (a link at ``path`` is replaced, never followed).
-    Callers hold :func:`lock_for` around read-modify-write."""
+    beside it, fsynced (unless not ``durable``: a cache), renamed over it (a link at ``path``
+    is replaced, never followed). Callers hold :func:`lock_for` around read-modify-write."""
     path = Path(path)
     refuse_own_links(path.parent)
-    tmp = _write_temp(path, data, PRIVATE_FILE_MODE)
+    tmp = _write_temp(path, data, PRIVATE_FILE_MODE, durable)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -260,7 +260,7 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _write_temp(path: Path, data: bytes, mode: int) -> Path:
+def _write_temp(path: Path, data: bytes, mode: int, durable: bool = True) -> Path:
     """``data`` in a new fsynced file beside ``path`` (same folder, so a rename is atomic)."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -268,7 +268,8 @@ def _write_temp(path: Path, data: bytes, mode: int) -> Path:
             handle.write(data)
             handle.flush()
             _hook("fsync", path)
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.chmod(name, mode)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -33,9 +33,9 @@ RACY_NS = 2_000_000_000
 Stamp = tuple[int, int, int, int, int]
 
 
-def stamp(path: Path) -> Stamp | None:
-    """``path``'s stamp now (None: nothing there)."""
-    taken = time.time_ns()
+def stamp(path: Path, taken: int | None = None) -> Stamp | None:
+    """``path``'s stamp now (None: nothing there); ``taken``: a time before the stat."""
+    taken = time.time_ns() if taken is None else taken
     try:
         st = os.lstat(path)
     except OSError:
@@ -51,25 +51,37 @@ class FileStamps:
         self.root = root
         self.extra_files = tuple(extra_files)
         self.path = root / STATE_DIR / STAMPS_FILE
+        #: The record as this process last read or wrote it, by the file's (inode, size,
+        #: mtime): any version is safe to use, as it names the HEAD it holds for.
+        self._kept: tuple[tuple[int, int, int], str | None, dict[str, Stamp | None]] | None = None
 
     def on_disk(self) -> dict[str, Stamp]:
         """Every file ``git status`` could report as memory (what ``GitHistory`` tracks),
         stamped: MEMORY.md, the configured extra files and ``memory/**/*.md``, links too."""
+        taken = time.time_ns()  # before every stat: the safe side of the racy check
         found: dict[str, Stamp] = {}
         for rel in (MEMORY_FILE, *self.extra_files):
-            got = stamp(self.root / rel)
+            got = stamp(self.root / rel, taken)
             if got is not None:
                 found[rel] = got
-        folders = [self.root / MEMORY_DIR]
+        root = os.path.join(str(self.root), "")
+        folders = [root + MEMORY_DIR]
         while folders:
             with contextlib.suppress(OSError), os.scandir(folders.pop()) as entries:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
-                        folders.append(Path(entry.path))
+                        folders.append(entry.path)
                     elif entry.name.endswith(".md"):
-                        got = stamp(Path(entry.path))
-                        if got is not None:
-                            found[Path(entry.path).relative_to(self.root).as_posix()] = got
+                        with contextlib.suppress(OSError):
+                            st = entry.stat(follow_symlinks=False)
+                            rel = entry.path[len(root) :].replace(os.sep, "/")
+                            found[rel] = (
+                                st.st_size,
+                                st.st_mtime_ns,
+                                st.st_ctime_ns,
+                                st.st_ino,
+                                taken,
+                            )
         return found
 
     def unchanged(self, files: Mapping[str, Stamp]) -> bool:
@@ -120,22 +132,33 @@ class FileStamps:
 
     def _load(self) -> tuple[str | None, dict[str, Stamp | None]]:
         try:
+            version = _version(self.path)
+            if self._kept is not None and self._kept[0] == version:
+                return self._kept[1], dict(self._kept[2])
             data = json.loads(read_own_file(self.path))
-            head = data["head"]
+            head = data["head"] if isinstance(data["head"], str) else None
             files: dict[str, Stamp | None] = {
                 str(rel): None if got is None else _as_stamp(got)
                 for rel, got in data["files"].items()
             }
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None, {}
-        return (head if isinstance(head, str) else None), files
+        self._kept = (version, head, files)
+        return head, dict(files)
 
     def _save(self, head: str | None, files: Mapping[str, Stamp | None]) -> None:
-        data = {"head": head, "files": dict(files)}
+        data = json.dumps({"head": head, "files": dict(files)}, separators=(",", ":"))
         try:
-            replace_own_file(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+            replace_own_file(self.path, data.encode("utf-8"), durable=False)  # lost: git asked
+            self._kept = (_version(self.path), head, dict(files))
         except OSError:
+            self._kept = None
             self.drop()  # an old record must not outlive the commit
+
+
+def _version(path: Path) -> tuple[int, int, int]:
+    st = os.lstat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _as_stamp(got: object) -> Stamp:
