@@ -71,7 +71,8 @@ class TokenCounts:
             self._saved = dict(tally.used)
             data = {"tokenizer": TOKENIZER, "counts": self._saved}
             with contextlib.suppress(OSError):  # the next start counts again
-                replace_own_file(self.path, json.dumps(data, separators=(",", ":")).encode())
+                encoded = json.dumps(data, separators=(",", ":")).encode()
+                replace_own_file(self.path, encoded, durable=False)  # a cache: no fsync
 
     def _load(self) -> dict[str, int]:
         try:
