@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 from support.openclaw_fixture import OPENCLAW_WORKSPACE
-from support.pilot import SIZE, build_app, ready, text_of, wait_until
+from support.pilot import SIZE, build_app, ready, searched, text_of, wait_until
 from textual.widgets import Static
 
 from tui.chat.chat import ChatEngine
@@ -21,13 +21,7 @@ async def test_the_search_detail_shows_the_session_header_above_the_match(
     app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        panels = app.main_screen.memory_panels
-        panels.show_tab("search")
-        panel = panels.search_panel
-        panel.set_query("orders API pagination")
-        await wait_until(
-            pilot, lambda: panel.response is not None and panel.response.results, "results"
-        )
+        panel = await searched(pilot, "orders API pagination")
         assert panel.response is not None
         first = panel.response.results[0]
         assert first.location == f"{SESSION}#L9-12"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from support.fakeopenai import FakeOpenAI
-from support.pilot import SIZE, build_app, ready, send, text_of, wait_until
+from support.pilot import SIZE, build_app, ready, searched, send, text_of, wait_until
 from textual.widgets import DataTable, Static
 
 from tui.chat.chat import ChatEngine
@@ -32,13 +32,7 @@ async def test_the_search_detail_names_the_entry_a_match_came_through(engine: Ch
     app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        panels = app.main_screen.memory_panels
-        panels.show_tab("search")
-        panel = panels.search_panel
-        panel.set_query("Whitfield")
-        await wait_until(
-            pilot, lambda: panel.response is not None and panel.response.results, "results"
-        )
+        panel = await searched(pilot, "Whitfield")
         assert panel.response is not None
         locations = [r.location for r in panel.response.results]
         assert locations[0] == L6 and L7 in locations

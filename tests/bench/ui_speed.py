@@ -560,6 +560,22 @@ def stall_line(label: str, meter: StallMeter) -> str:
     return line
 
 
+def _time_appends() -> tuple[list[float], Any]:
+    """Note when each streamed piece reaches a chat message: ``(times, the original method)``
+    (put it back with ``ChatMessage.append_text = original`` when done)."""
+    from tui.app.widgets.chat_message import ChatMessage
+
+    received: list[float] = []
+    original = ChatMessage.append_text
+
+    async def timed_append(self: ChatMessage, delta: str) -> None:
+        received.append(time.perf_counter())
+        await original(self, delta)
+
+    ChatMessage.append_text = timed_append  # type: ignore[method-assign]
+    return received, original
+
+
 async def stream_once(
     app: MemdeckApp,
     pilot: Pilot[Any],
@@ -587,14 +603,7 @@ async def stream_once(
     pieces = stream_pieces(tokens)
     full = "".join(pieces)
     server.enqueue({"text": pieces, "chunk_delay": gap})
-    received: list[float] = []
-    original = ChatMessage.append_text
-
-    async def timed_append(self: ChatMessage, delta: str) -> None:
-        received.append(time.perf_counter())
-        await original(self, delta)
-
-    ChatMessage.append_text = timed_append  # type: ignore[method-assign]
+    received, original = _time_appends()
     backlog: list[int] = []
 
     def shown(message: ChatMessage) -> str:
@@ -831,14 +840,7 @@ async def first_answer(app: MemdeckApp, server: ServerProcess) -> None:
         await asyncio.sleep(HUMAN_KEY_GAP_S)
         app.post_message(events.Key("space" if char == " " else char, char))
     await _wait(lambda: chat.chat_input.value == text)
-    received: list[float] = []
-    original = ChatMessage.append_text
-
-    async def timed_append(self: ChatMessage, delta: str) -> None:
-        received.append(time.perf_counter())
-        await original(self, delta)
-
-    ChatMessage.append_text = timed_append  # type: ignore[method-assign]
+    received, original = _time_appends()
     finished = chat.turns_finished
     t_send = time.perf_counter()
     app.post_message(events.Key("enter", "\r"))

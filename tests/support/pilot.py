@@ -23,6 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.app.app import MemdeckApp
+from tui.app.panels.search_panel import SearchPanel
 from tui.app.widgets.chat_input import ChatInput
 from tui.chat.chat import ChatEngine
 from tui.chat.config import Config
@@ -219,6 +220,20 @@ async def ready(pilot: Pilot[Any]) -> MemdeckApp:
     panel = app.main_screen.memory_panels.injection_panel
     await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
     return app
+
+
+async def searched(pilot: Pilot[Any], query: str) -> SearchPanel:
+    """Open the Search tab of a :func:`ready` app, search ``query`` and wait for results."""
+    app = pilot.app
+    assert isinstance(app, MemdeckApp)
+    panels = app.main_screen.memory_panels
+    panels.show_tab("search")
+    panel = panels.search_panel
+    panel.set_query(query)
+    await wait_until(
+        pilot, lambda: panel.response is not None and panel.response.results, "results"
+    )
+    return panel
 
 
 async def send(pilot: Pilot[Any], text: str) -> None:
