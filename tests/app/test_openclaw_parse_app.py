@@ -32,3 +32,18 @@ async def test_the_search_detail_shows_the_session_header_above_the_match(
         assert "Source: telegram" in shown and "Session: 2026-03-05 14:22:09 UTC" in shown
         assert "**Source**" not in shown  # the header as context, not as the file's bullet
         assert shown.index("Source: telegram") < shown.index("orders API paginates")
+
+
+async def test_an_openclaw_workspace_suggests_user_md_once_as_plain_text(
+    engine: ChatEngine,
+) -> None:
+    root = engine.memory.workspace.root
+    for name in ("AGENTS.md", "USER.md"):
+        shutil.copyfile(OPENCLAW_WORKSPACE / name, root / name)
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        notes = [n for n in app._notifications if "USER.md" in str(n.message)]
+        assert len(notes) == 1
+        assert 'extra_files = ["USER.md"]' in str(notes[0].message)
+        assert notes[0].markup is False  # a file name is shown as text
