@@ -44,6 +44,13 @@ async def test_the_search_detail_names_the_entry_a_match_came_through(engine: Ch
         shown = text_of(title)
         assert re.search(r"near \.\d\d via L6\)", shown), shown
         assert re.search(r"text \.\d\d \(-?\d+\.\d\d\) via L6", shown), shown
+        before = panel.response
+        panel.index_changed([LOG])  # memory changed: the query runs again
+        await wait_until(pilot, lambda: panel.response is not before, "the search run again")
+        assert f"{LOG}:L7-7" in text_of(title)  # the user stays on the result they were on
+        table = panel.query_one("#search-results", DataTable)
+        assert panel.response is not None
+        assert panel.response.results[table.cursor_row].location == L7
 
 
 async def test_why_names_the_entry_a_memory_came_through(

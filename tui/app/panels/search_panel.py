@@ -307,6 +307,8 @@ How the score is computed:
     def _show_results(self, message: ResultsReady) -> None:
         if not self._searches.is_latest(message):
             return
+        before = self.response
+        kept = self.selected_result() if before and before.query == message.response.query else None
         self.response = message.response
         mode = self.query_one("#search-mode", Static)
         if message.response.query:
@@ -317,8 +319,11 @@ How the score is computed:
         table.show_results(message.response.results)
         self.find_origins(result.location for result in message.response.results)
         if message.response.results:
-            table.move_cursor(row=0)
-            self._show_context(message.response.results[0])
+            # the same query run again (memory changed) keeps the result the user was on
+            locations = [result.location for result in message.response.results]
+            row = locations.index(kept.location) if kept and kept.location in locations else 0
+            table.move_cursor(row=row)
+            self._show_context(message.response.results[row])
         else:
             self.query_one("#search-context-title", Static).update("")
             self.query_one("#search-context", Static).update(
