@@ -12,7 +12,6 @@ write waits on it.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import pygit2
 from .fileio import decode_exact, encode_exact, lock_for
 from .git_history import AUTHOR_EMAIL, AUTHOR_NAME
 from .history_records import Attribution, HistoryError, one_line, parse_trailers
+from .merge import matched_lines
 from .workspace import MEMORY_DIR, MEMORY_FILE
 
 if TYPE_CHECKING:
@@ -315,7 +315,7 @@ def merge_lines(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, bool]:
     machines' new entries at the end of MEMORY.md are no conflict); lines both changed
     differently keep both versions between conflict marks. ``(merged, conflicted)``."""
     old, mine, other = (data.splitlines(keepends=True) for data in (base, ours, theirs))
-    in_mine, in_other = _matched(old, mine), _matched(old, other)
+    in_mine, in_other = matched_lines(old, mine), matched_lines(old, other)
     merged: list[bytes] = []
     conflicted = False
     at_old = at_mine = at_other = 0
@@ -331,16 +331,6 @@ def merge_lines(base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, bool]:
             merged.append(old[i])
             at_old, at_mine, at_other = i + 1, to_mine + 1, to_other + 1
     return b"".join(merged), conflicted
-
-
-def _matched(old: list[bytes], new: list[bytes]) -> dict[int, int]:
-    """Where each line of ``old`` that ``new`` kept is in ``new``."""
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    return {
-        block.a + k: block.b + k
-        for block in matcher.get_matching_blocks()
-        for k in range(block.size)
-    }
 
 
 def _resolve(old: list[bytes], mine: list[bytes], other: list[bytes]) -> tuple[list[bytes], bool]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .fileio import decode_exact, encode_exact, lock_for
 from .history_records import Attribution, Change, HistoryError
+from .merge import matched_lines
 
 if TYPE_CHECKING:
     from .engine import MemoryChange, MemoryEngine
@@ -108,7 +109,7 @@ def inverse_on(before: bytes, after: bytes, now: bytes) -> bytes | None:
     removal) and put back as it was. None when a hunk's lines were changed since. Unlike a
     three-way merge, a change next to it (an entry appended after) is no conflict."""
     old, new, current = (data.splitlines(keepends=True) for data in (before, after, now))
-    where = _line_map(new, current)
+    where = matched_lines(new, current)
     edits: list[tuple[int, int, list[bytes]]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
         None, old, new, autojunk=False
@@ -131,13 +132,3 @@ def inverse_on(before: bytes, after: bytes, now: bytes) -> bytes | None:
     for start, end, lines in sorted(edits, key=lambda edit: edit[0], reverse=True):
         current[start:end] = lines
     return b"".join(current)
-
-
-def _line_map(new: list[bytes], current: list[bytes]) -> dict[int, int]:
-    """Where each line of ``new`` is in ``current`` (lines that are still there)."""
-    matcher = difflib.SequenceMatcher(None, new, current, autojunk=False)
-    return {
-        block.a + k: block.b + k
-        for block in matcher.get_matching_blocks()
-        for k in range(block.size)
-    }

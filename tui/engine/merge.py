@@ -15,6 +15,7 @@ looked like the same change, and "Keep both" undid it.)
 
 from __future__ import annotations
 
+import difflib
 from bisect import bisect_left
 
 from .entries import split_lines
@@ -228,3 +229,14 @@ def _merged(lines: list[str], mine_hunks: list[Hunk], their_hunks: list[Hunk]) -
     if any(not line.endswith("\n") for line in out[:-1]):
         return None  # a side's last line had no newline and the other's lines follow it
     return "".join(out)
+
+
+def matched_lines(old: list[bytes], new: list[bytes]) -> dict[int, int]:
+    """Where each line of ``old`` that ``new`` kept is in ``new`` (difflib's matching blocks,
+    no junk heuristic)."""
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return {
+        block.a + k: block.b + k
+        for block in matcher.get_matching_blocks()
+        for k in range(block.size)
+    }
