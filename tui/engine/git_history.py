@@ -333,19 +333,20 @@ class GitHistory:
         # the commit's tree is HEAD's with these paths as they are now, built apart from the
         # repository's index, so what a user staged there is neither committed nor unstaged
         parents = [] if repo.head_is_unborn else [repo.head.target]
+        head = repo.get(parents[0]) if parents else None
+        assert head is None or isinstance(head, pygit2.Commit)
         staged = pygit2.Index()
-        if parents:
-            head = repo.get(parents[0])
-            assert isinstance(head, pygit2.Commit)
+        if head is not None:
             staged.read_tree(head.tree)
-        present = [
+        present = {
             rel
             for rel in paths
             if (self.root / rel).is_file() and not (self.root / rel).is_symlink()
-        ]
+        }
         # stamped before they are read: a change while they are is seen at the next start
-        stamps: dict[str, Stamp | None] = {rel: stamp(self.root / rel) for rel in present}
-        stamps.update((rel, None) for rel in paths if rel not in present)
+        stamps: dict[str, Stamp | None] = {
+            rel: stamp(self.root / rel) if rel in present else None for rel in paths
+        }
         for rel in paths:
             if rel in present:
                 blob = repo.create_blob_fromworkdir(rel)
@@ -353,12 +354,9 @@ class GitHistory:
             elif rel in staged:
                 staged.remove(rel)
         tree = staged.write_tree(repo)
-        if parents and not allow_empty:
-            head = repo.get(parents[0])
-            assert isinstance(head, pygit2.Commit)
-            if head.tree_id == tree:
-                self.stamps.committed(str(parents[0]), str(parents[0]), stamps)
-                return None
+        if head is not None and not allow_empty and head.tree_id == tree:
+            self.stamps.committed(str(parents[0]), str(parents[0]), stamps)
+            return None
         index = repo.index
         index.read()
         for rel in paths:
@@ -372,8 +370,7 @@ class GitHistory:
             "HEAD", signature, signature, attribution.message(paths), tree, parents
         )
         self.stamps.committed(str(parents[0]) if parents else None, str(oid), stamps)
-        parent = repo.get(parents[0]) if parents else None
-        before = parent.tree if isinstance(parent, pygit2.Commit) else None
+        before = head.tree if head is not None else None
         after = repo.get(tree)
         assert isinstance(after, pygit2.Tree)
         self.origins.advance(
