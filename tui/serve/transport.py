@@ -26,25 +26,28 @@ from io import TextIOWrapper
 
 import anyio
 import mcp.types as types
+import pydantic
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 RequestId = str | int
 
+
+def _methods(union: type[pydantic.RootModel[typing.Any]]) -> frozenset[str]:
+    """The method names of an SDK union of client messages (each kind's ``method`` Literal)."""
+    return frozenset(
+        method
+        for kind in typing.get_args(union.model_fields["root"].annotation)
+        for method in typing.get_args(kind.model_fields["method"].annotation)
+    )
+
+
 #: Every request method MCP defines (the SDK answers -32601 itself for those memdeck does not
 #: serve); anything else is answered -32601 here.
-KNOWN_METHODS = frozenset(
-    method
-    for kind in typing.get_args(types.ClientRequest.model_fields["root"].annotation)
-    for method in typing.get_args(kind.model_fields["method"].annotation)
-)
+KNOWN_METHODS = _methods(types.ClientRequest)
 #: Every notification method a client may send under MCP.
-KNOWN_NOTIFICATIONS = frozenset(
-    method
-    for kind in typing.get_args(types.ClientNotification.model_fields["root"].annotation)
-    for method in typing.get_args(kind.model_fields["method"].annotation)
-)
+KNOWN_NOTIFICATIONS = _methods(types.ClientNotification)
 #: Requests a client may send before ``initialize`` has been answered.
 BEFORE_INITIALIZE = frozenset({"initialize", "ping"})
 #: Requests remembered as in flight at most (older ones are forgotten: a client that never
