@@ -117,6 +117,22 @@ def _managed_reason(
     )
 
 
+def _with_markers(bodies: list[str], chosen: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """MEMORY.md entries (its lines: ``bodies``) with the marker lines above them (another
+    tool's key for the entry: removed with it, so none is left pointing at nothing; restored
+    with it)."""
+    grown: list[MemoryEntry] = []
+    for entry in chosen:
+        at = find_block(bodies, entry)
+        count = markers_above(bodies, at) if at is not None else 0
+        grown.append(
+            replace(entry, start=entry.start - count, raw=(*bodies[at - count : at], *entry.raw))
+            if at is not None and count
+            else entry
+        )
+    return grown
+
+
 def fallback_recovery_dir() -> Path:
     """Where a recovery copy goes when the workspace cannot take it: ``recovery`` in the
     platform's state folder for memdeck (``$XDG_STATE_HOME/memdeck`` on Linux)."""
@@ -414,13 +430,14 @@ class MemoryStore:
         by_path: dict[str, list[MemoryEntry]] = {}
         for entry in entries:
             by_path.setdefault(entry.path, []).append(entry)
+        texts = {rel_path: self._text_of(rel_path) for rel_path in by_path}
         for rel_path, chosen in by_path.items():
-            self._refuse_managed(self._text_of(rel_path), chosen)
+            self._refuse_managed(texts[rel_path], chosen)
         retired: list[MemoryEntry] = []
         for rel_path, chosen in by_path.items():
             chosen = sorted(chosen, key=lambda e: e.start)  # an undo then restores top down
             if rel_path == MEMORY_FILE:
-                chosen = self._with_markers(chosen)
+                chosen = _with_markers(file_lines(texts[rel_path]), chosen)
             places = self._places(rel_path, chosen)
             for entry, place in zip(chosen, places, strict=True):
                 self.record_history(
@@ -468,21 +485,6 @@ class MemoryStore:
             reason = _managed_reason(bodies, found, entry)
             if reason:
                 raise ReadOnlyRegionError(reason)
-
-    def _with_markers(self, chosen: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-        """MEMORY.md entries with the marker lines above them (another tool's key for the
-        entry: removed with it, so none is left pointing at nothing; restored with it)."""
-        bodies = file_lines(self._text_of(MEMORY_FILE))
-        grown: list[MemoryEntry] = []
-        for entry in chosen:
-            at = find_block(bodies, entry)
-            count = markers_above(bodies, at) if at is not None else 0
-            grown.append(
-                replace(entry, start=entry.start - count, raw=(*bodies[at - count : at], *entry.raw))
-                if at is not None and count
-                else entry
-            )
-        return grown
 
     def _places(self, rel_path: str, chosen: Sequence[MemoryEntry]) -> list[EntryPlace | None]:
         """Where each of ``chosen`` is in MEMORY.md now (None: not found, or a daily log,
