@@ -187,3 +187,42 @@ async def test_far_apart_changes_are_repainted_apart_with_the_same_cells() -> No
         assert ["".join(line) for line in lines] == [
             strip.text for strip in compositor.render_strips()
         ]
+
+
+class _Containers(App[None]):
+    CSS = """
+    #padded { padding: 1 2; border: round red; height: 6; }
+    """
+
+    def compose(self) -> ComposeResult:
+        from tui.app.widgets.chat_log import ChatLog
+        from tui.app.widgets.chat_message import ChatMessage
+
+        with ChatLog(id="log"):
+            yield ChatMessage("user", "a question")
+            yield ChatMessage("assistant", "an **answer**\n\n- one\n- two\n")
+            yield Vertical(id="padded")
+
+
+async def test_alike_lines_are_the_lines_textual_draws() -> None:
+    """``alike_lines`` relies on ``Widget._styles_cache`` (``StylesCache.render_widget``): a
+    container's lines drawn once and repeated are the lines Textual draws one by one."""
+    from textual.widget import Widget
+
+    from tui.app.widgets.chat_message import ChatMessage
+
+    app = _Containers()
+    async with app.run_test(size=(50, 20)) as pilot:
+        await pilot.pause()
+        messages = list(app.query(ChatMessage))
+        messages[1].focus()
+        await pilot.pause()
+        widgets = [app.query_one("#log"), *messages, app.query_one("#padded")]
+        for widget in widgets:
+            crop = Region(0, 0, widget.size.width, widget.size.height)
+            for part in (crop, Region(2, 1, crop.width - 3, crop.height - 1)):
+                drawn = compat.alike_lines(widget, part)
+                widget._styles_cache.clear()
+                expected = Widget.render_lines(widget, part)
+                assert [list(strip) for strip in drawn] == [list(strip) for strip in expected]
+                assert len(drawn) == part.height

@@ -36,6 +36,7 @@ __all__ = [
     "block_kind",
     "child_blocks",
     "copy_block_context",
+    "alike_lines",
     "layout_pending",
     "list_bullet",
     "palette_search_group",
@@ -62,6 +63,32 @@ def picture_of(widget: Widget) -> list[Strip]:
     compositor = Compositor()
     compositor.reflow(widget, widget.outer_size)
     return compositor.render_strips()
+
+
+def alike_lines(widget: Widget, crop: Region) -> list[Strip]:
+    """The lines of a container in ``crop``, drawn once when they are all alike.
+
+    A container draws its own lines under its children (background, left and right borders,
+    padding): Textual draws each of them again whenever the container's size changes, as the
+    chat log and the streamed message do at every new line (a third of a frame's drawing).
+    With no top or bottom border, outline, padding or title, and no content of its own (the
+    caller says so), every line is the same line: it is drawn once and repeated.
+    """
+    styles = widget.styles
+    alike = (
+        not styles.padding.top
+        and not styles.padding.bottom
+        and not styles.border_top[0]
+        and not styles.border_bottom[0]
+        and not styles.outline_top[0]
+        and not styles.outline_bottom[0]
+        and widget.border_title is None
+        and widget.border_subtitle is None
+    )
+    if not alike or crop.height <= 1:
+        return widget._styles_cache.render_widget(widget, crop)
+    line = widget._styles_cache.render_widget(widget, Region(crop.x, 0, crop.width, 1))[0]
+    return [line] * crop.height
 
 
 def layout_pending(widget: Widget) -> bool:

@@ -13,12 +13,15 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from tui.app.textual_compat import alike_lines
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.tool_call_view import ToolCallView
@@ -240,6 +243,10 @@ file (marked superseded), and what they saved to memory stays.
         self._last_write = 0.0
         self._flush_timer: Timer | None = None
         self._tool_calls: dict[str, ToolCallView] = {}
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # its own lines (border, padding, background) are all alike: drawn once per size
+        return alike_lines(self, crop)
 
     def compose(self) -> ComposeResult:
         yield Static(ROLE_LABELS[self.role], classes="message-role")

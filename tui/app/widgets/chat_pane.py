@@ -20,6 +20,7 @@ from textual.widgets import Static, TextArea
 from tui.app.messages import WorkbenchMessage
 from tui.app.widgets.chat_folding import TextFolder
 from tui.app.widgets.chat_input import ChatInput
+from tui.app.widgets.chat_log import ChatLog
 from tui.app.widgets.chat_message import ChatMessage, notice_part
 from tui.app.widgets.chat_rewind import Rewinder
 from tui.app.widgets.chat_transcript import draft_size_note, transcript_messages
@@ -216,7 +217,7 @@ opened again, after a quit too.
         self.rewinder = Rewinder(self)
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="chat-log"):
+        with ChatLog(id="chat-log"):
             if self.llm_problem:
                 yield SetupExplainer(self._config, self.config_file, id="setup-explainer")
             else:
