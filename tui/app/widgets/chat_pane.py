@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
@@ -46,6 +47,9 @@ FIRST_STEPS = (
 MESSAGE_KEYS = "c copy · b code · r ask again · e edit and resend · ↑↓ move · F1 more"
 #: Seconds between two looks for text to fold or unfold (scrolling looks at once).
 FOLD_INTERVAL = 0.5
+#: Seconds after a layout that settled a closed segment before it folds: the fold (a picture,
+#: a swap) then runs after the frame, not in the same turn of the event loop (one long stall).
+FOLD_AFTER_LAYOUT = 0.005
 #: A draft longer than this (lines or characters) shows its size on the message box's edge.
 LONG_DRAFT_LINES = 10
 LONG_DRAFT_CHARS = 1_000
@@ -228,6 +232,7 @@ opened again, after a quit too.
     def on_mount(self) -> None:
         self._show_status()
         self._folder = TextFolder()
+        self._fold_timer: Timer | None = None
         self.draft_keeper = DraftKeeper(self, self.drafts, self.chat_input, self._session)
         if self.session_id is None:  # (a session opened at start brings its own draft back)
             self.draft_keeper.session_opened(None, None)
@@ -265,9 +270,14 @@ opened again, after a quit too.
         self._folder.segment_closed(event.segment)
         event.segment.refresh(layout=True)  # a layout to come, that may show it settled
 
-    async def _screen_laid_out(self, _screen: object) -> None:
-        if self._folder.laid_out():  # a closed segment waits: it folds if this layout settled it
-            await self._folder.fold_closed(self.log_view)
+    def _screen_laid_out(self, _screen: object) -> None:
+        # a closed segment waits: it folds if this layout settled it
+        if self._folder.laid_out() and self._fold_timer is None:
+            self._fold_timer = self.set_timer(FOLD_AFTER_LAYOUT, self._fold_closed)
+
+    async def _fold_closed(self) -> None:
+        self._fold_timer = None
+        await self._folder.fold_closed(self.log_view)
 
     async def _refold(self) -> None:
         if not self._folder.busy:
