@@ -75,3 +75,25 @@ async def test_shows_tells_blocks_that_are_not_those_of_the_text() -> None:
         assert part.shows(NESTED + "Title\n")
         part._markdown += "===\n"  # ...that this makes a heading, not streamed to the blocks
         assert not part.shows(NESTED + "Title\n===\n")
+
+
+async def test_closing_a_segment_waits_for_the_write_under_way() -> None:
+    """A segment closed while its stream is appending (Textual shields that append from the
+    stop) keeps its blocks: it is not rendered again, whole, as if it had not been written."""
+    from tui.app.textual_compat import block_kind
+    from tui.app.widgets.chat_message import ChatMessage
+
+    app = MarkdownApp()
+    async with app.run_test(size=(70, 30)) as pilot:
+        message = ChatMessage("assistant")
+        await app.query_one("#log", VerticalScroll).mount(message)
+        await message.append_text("- one\n- two\n\n")
+        await pilot.pause(0.3)
+        (segment,) = message.text_parts()
+        assert isinstance(segment, ChatMarkdown)
+        first = segment.children[0]
+        await message.append_text("```python\nx = 1\n```\n\n")
+        await message.finish()
+        assert segment.children[0] is first, "the segment was rendered again, whole"
+        assert [block_kind(block) for block in segment.children] == ["bullet_list_open", "fence"]
+        assert segment.source == "- one\n- two\n\n```python\nx = 1\n```\n\n"

@@ -369,6 +369,12 @@ file (marked superseded), and what they saved to memory stays.
         try:
             if stream is not None:
                 await stream.stop()
+            if segment is not None:
+                # Stopping cancels the stream's task but not the write it had under way (Textual
+                # shields it): that write ends first, or the segment looks unfinished and is
+                # rendered again, whole (the costliest tick of a stream ending in a new block).
+                async with segment.lock:
+                    pass
             if segment is not None and not segment.shows(self._segment_text):
                 await segment.update(self._segment_text)
         finally:
