@@ -7,6 +7,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
 
 from tui.app.textual_compat import picture_of
 from tui.app.widgets.chat_markdown import ChatMarkdown, GrowingBulletList
@@ -95,5 +96,6 @@ async def test_closing_a_segment_waits_for_the_write_under_way() -> None:
         await message.append_text("```python\nx = 1\n```\n\n")
         await message.finish()
         assert segment.children[0] is first, "the segment was rendered again, whole"
-        assert [block_kind(block) for block in segment.children] == ["bullet_list_open", "fence"]
+        blocks = [block for block in segment.children if isinstance(block, MarkdownBlock)]
+        assert [block_kind(block) for block in blocks] == ["bullet_list_open", "fence"]
         assert segment.source == "- one\n- two\n\n```python\nx = 1\n```\n\n"
