@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 from support.fakeopenai import FakeOpenAI
-from support.pilot import SIZE, PanelHost, build_app, ready, send, text_of, wait_until
+from support.pilot import SIZE, PanelHost, build_app, ready, searched, send, text_of, wait_until
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, Static, TextArea, Tree
 from textual.widgets._collapsible import CollapsibleTitle
 
-from tui.app.app import MemdeckApp
 from tui.app.panels.search_panel import SearchPanel
 from tui.app.screens.help_screen import HelpScreen
 from tui.app.textual_compat import Toast
@@ -60,15 +59,9 @@ async def test_why_explains_an_answer_found_in_memory_md(
         assert editor.cursor_location == (4, 0)
 
 
-async def search_for(pilot: Pilot[Any], app: MemdeckApp, query: str) -> SearchPanel:
+async def search_for(pilot: Pilot[Any], query: str) -> SearchPanel:
     """Show the Search tab, run ``query`` and put focus on the results."""
-    panels = app.main_screen.memory_panels
-    panels.show_tab("search")
-    panel = panels.search_panel
-    panel.set_query(query)
-    await wait_until(
-        pilot, lambda: panel.response is not None and panel.response.results, "results"
-    )
+    panel = await searched(pilot, query)
     panel.query_one("#search-results", DataTable).focus()
     await pilot.pause()
     return panel
@@ -78,7 +71,7 @@ async def test_enter_on_a_daily_log_result_opens_its_entry_in_daily(engine: Chat
     app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        panel = await search_for(pilot, app, "hotels in Alfama")
+        panel = await search_for(pilot, "hotels in Alfama")
         assert panel.response is not None
         top = panel.response.results[0]
         assert top.path == "memory/2026-11-20.md"
@@ -108,7 +101,7 @@ async def test_enter_on_a_memory_md_result_puts_the_editor_cursor_on_it(
     app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        panel = await search_for(pilot, app, "green tea or coffee")
+        panel = await search_for(pilot, "green tea or coffee")
         assert panel.response is not None
         top = panel.response.results[0]
         assert top.path == "MEMORY.md"
@@ -130,7 +123,7 @@ async def test_e_opens_the_result_in_editor_or_says_how(
     app = build_app(engine)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        panel = await search_for(pilot, app, "hotels in Alfama")
+        panel = await search_for(pilot, "hotels in Alfama")
         await pilot.press("e")
         await wait_until(
             pilot,
