@@ -375,8 +375,8 @@ file (marked superseded), and what they saved to memory stays.
                 # rendered again, whole (the costliest tick of a stream ending in a new block).
                 async with segment.lock:
                     pass
-            if segment is not None and not segment.shows(self._segment_text):
-                await segment.update(self._segment_text)
+                if not segment.shows(self._segment_text):
+                    await segment.update(self._segment_text)
         finally:
             self._rendering_again = None
         if segment is not None and segment.parent is self:
