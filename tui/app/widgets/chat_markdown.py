@@ -22,6 +22,7 @@ from tui.app.textual_compat import (
     copy_block_context,
     list_bullet,
 )
+from tui.app.widgets.chat_fence import ChatFence
 
 
 class GrowingList(MarkdownBlock):
@@ -82,12 +83,15 @@ class ChatMarkdown(Markdown):
     * Its height does not depend on the height of the message it is in (see
       :meth:`get_content_height`).
     * A streamed list mounts only its new items (:class:`GrowingList`).
+    * A code block without a language is plain text, not a guess (:class:`ChatFence`).
     """
 
     BLOCKS = {
         **Markdown.BLOCKS,
         "bullet_list_open": GrowingBulletList,
         "ordered_list_open": GrowingOrderedList,
+        "fence": ChatFence,
+        "code_block": ChatFence,
     }
 
     #: Seconds the last append took (parse, update, mount): the writer paces itself on it.

@@ -3,6 +3,7 @@ calls inline, errors and notices, in the order they happened."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from tui.app.textual_compat import alike_lines
+from tui.app.widgets.chat_fence import cold_fence_languages, warm_lexer
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.tool_call_view import ToolCallView
@@ -306,6 +308,10 @@ file (marked superseded), and what they saved to memory stays.
         """
         if not delta:
             return
+        # A code block's lexer is loaded in a thread before the block reaches the widget
+        # (the stream waits for it, the UI does not).
+        for language in cold_fence_languages(self.text[self.text.rfind("\n") + 1 :] + delta):
+            await asyncio.to_thread(warm_lexer, language)
         cut = self._segment_break(delta)
         if cut is not None:
             await self._append(delta[:cut])
