@@ -99,3 +99,27 @@ async def test_closing_a_segment_waits_for_the_write_under_way() -> None:
         blocks = [block for block in segment.children if isinstance(block, MarkdownBlock)]
         assert [block_kind(block) for block in blocks] == ["bullet_list_open", "fence"]
         assert segment.source == "- one\n- two\n\n```python\nx = 1\n```\n\n"
+
+
+async def test_a_segment_is_arranged_once_per_width_and_draws_as_markdown_does() -> None:
+    """Its blocks' arrangement does not depend on its height (no block is sized in ``fr`` or
+    ``%``): the one made for its content height serves its layout, and it still draws cell
+    for cell as Textual's Markdown."""
+    from textual.geometry import Size
+
+    text = (
+        "# A title\n\nA paragraph with **bold** words that wraps at this width, surely.\n\n"
+        + NESTED
+        + "\n> a quote\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n```\n"
+    )
+    app = MarkdownApp()
+    async with app.run_test(size=(70, 80)) as pilot:
+        log = app.query_one("#log", VerticalScroll)
+        segment, plain = ChatMarkdown(text), Markdown(text)
+        await log.mount_all([segment, plain])
+        await pilot.pause()
+        assert segment.size.height > 0
+        laid_out = segment.arrange(segment.size)
+        assert laid_out is segment.arrange(Size(segment.size.width, 0))
+        assert laid_out.total_region.height == segment.size.height
+        assert picture_of(segment) == picture_of(plain)
