@@ -102,9 +102,9 @@ async def test_closing_a_segment_waits_for_the_write_under_way() -> None:
 
 
 async def test_a_segment_is_arranged_once_per_width_and_draws_as_markdown_does() -> None:
-    """Its blocks' arrangement does not depend on its height (no block is sized in ``fr`` or
-    ``%``): the one made for its content height serves its layout, and it still draws cell
-    for cell as Textual's Markdown."""
+    """Its blocks' arrangement (and a list's items') does not depend on its height (no block
+    is sized in ``fr`` or ``%``): the one made for its content height serves its layout, and
+    it still draws cell for cell as Textual's Markdown."""
     from textual.geometry import Size
 
     text = (
@@ -118,8 +118,10 @@ async def test_a_segment_is_arranged_once_per_width_and_draws_as_markdown_does()
         segment, plain = ChatMarkdown(text), Markdown(text)
         await log.mount_all([segment, plain])
         await pilot.pause()
-        assert segment.size.height > 0
-        laid_out = segment.arrange(segment.size)
-        assert laid_out is segment.arrange(Size(segment.size.width, 0))
-        assert laid_out.total_region.height == segment.size.height
+        bullets = segment.query(GrowingBulletList).first()
+        for container in (segment, bullets):
+            assert container.size.height > 0
+            laid_out = container.arrange(container.size)
+            assert laid_out is container.arrange(Size(container.size.width, 0))
+            assert laid_out.total_region.height == container.size.height
         assert picture_of(segment) == picture_of(plain)

@@ -5,12 +5,14 @@ around it grows."""
 from __future__ import annotations
 
 import time
+from typing import TypeVar
 
 from markdown_it import MarkdownIt
 from textual.await_complete import AwaitComplete
 from textual.containers import Horizontal
 from textual.geometry import Size
 from textual.layout import DockArrangeResult
+from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
@@ -24,6 +26,33 @@ from tui.app.textual_compat import (
     list_bullet,
 )
 from tui.app.widgets.chat_fence import ChatFence
+
+Container = TypeVar("Container", bound=type[Widget])
+
+
+def height_free(cls: Container) -> Container:
+    """Arrange ``cls``'s children once per width, whatever its height: for a container none of
+    whose children is sized in ``fr`` or ``%`` of its height (or docked), where its height
+    changes nothing.
+
+    Textual arranges a container whose children all have a dynamic height (Markdown blocks
+    are ``height: auto``) within its parent's height, and once more at its own laid-out
+    height: its arrangement cache missed whenever the parent's height changed (each write to
+    a streamed answer laid out every finished part of that message again, list items and
+    all), and the streamed segment's blocks were arranged twice per layout (2-5 ms each).
+    Here both ask for the arrangement at height 0, made once and then cached.
+    """
+    content_height, arrange = cls.get_content_height, cls.arrange
+
+    def get_content_height(self: Widget, container: Size, viewport: Size, width: int) -> int:
+        return content_height(self, Size(container.width, 0), viewport, width)
+
+    def arranged(self: Widget, size: Size, optimal: bool = False) -> DockArrangeResult:
+        return arrange(self, Size(size.width, 0), optimal)
+
+    setattr(cls, "get_content_height", get_content_height)  # noqa: B010 - a method swapped
+    setattr(cls, "arrange", arranged)  # noqa: B010
+    return cls
 
 
 class GrowingList(MarkdownBlock):
@@ -65,14 +94,17 @@ def number_width(block: MarkdownBlock, count: int) -> int:
 
 
 # Textual's own list class comes first: Textual inherits DEFAULT_CSS along first bases only.
+@height_free
 class GrowingBulletList(MarkdownBulletList, GrowingList):
     """A bullet list streamed item by item (see :class:`GrowingList`)."""
 
 
+@height_free
 class GrowingOrderedList(MarkdownOrderedList, GrowingList):
     """An ordered list streamed item by item (see :class:`GrowingList`)."""
 
 
+@height_free
 class ChatMarkdown(Markdown):
     """A :class:`Markdown` text part of a chat message (streamed, finished or resumed).
 
@@ -81,8 +113,8 @@ class ChatMarkdown(Markdown):
       not the model, becomes the bottleneck: measured on a 2,000-token answer streamed at
       200 tokens/s (``tests/bench/ui_speed.py``'s content), plain appends through
       ``Markdown.get_stream`` took 24-27 s to show it, batched ones 12-15 s.
-    * Its height does not depend on the height of the message it is in (see
-      :meth:`get_content_height`).
+    * Its blocks are arranged once per width, whatever the height of the message it is in
+      (see :func:`height_free`).
     * A streamed list mounts only its new items (:class:`GrowingList`).
     * A code block without a language is plain text, not a guess (:class:`ChatFence`).
     """
@@ -127,21 +159,3 @@ class ChatMarkdown(Markdown):
             if isinstance(block, MarkdownBlock) and block_kind(block) is not None
         ]
         return shown == wanted
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """The height of the blocks at ``width``, whatever the height of ``container``.
-
-        Textual arranges a container whose children all have a dynamic height (Markdown
-        blocks are ``height: auto``) within its parent's height, so its arrangement cache
-        misses whenever the parent's height changes: each write to a streamed answer made
-        Textual lay out every finished part of that message again, list items and all. No
-        block here is sized in ``fr`` or ``%``, so the parent's height changes nothing.
-        """
-        return super().get_content_height(Size(container.width, 0), viewport, width)
-
-    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
-        """The blocks' arrangement at ``size``'s width: the one :meth:`get_content_height`
-        made, from the cache (height plays no part, see there). Textual asked for it twice
-        per layout, at height 0 and at the laid-out height: the streamed segment's blocks,
-        arranged again after each write, were arranged twice (2-5 ms each)."""
-        return super().arrange(Size(size.width, 0), optimal)

@@ -24,7 +24,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from tui.app.textual_compat import alike_lines
 from tui.app.widgets.chat_fence import cold_fence_languages, warm_lexer
-from tui.app.widgets.chat_markdown import ChatMarkdown
+from tui.app.widgets.chat_markdown import ChatMarkdown, height_free
 from tui.app.widgets.folded_text import FoldedText
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.events import ERROR_LABELS
@@ -70,6 +70,7 @@ def _lines(text: str) -> str:
     return f"{count} line{'s' if count != 1 else ''}"
 
 
+@height_free
 class ChatMessage(Vertical):
     """A user or assistant message.
 
