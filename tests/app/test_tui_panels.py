@@ -25,7 +25,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Markdown, Static, Tree
+from textual.widgets import DataTable, Input, Markdown, Static, TabbedContent, TabPane, Tree
 from textual.widgets.tree import TreeNode
 
 from tui.app.messages import MemoryChanged
@@ -721,6 +721,44 @@ async def test_stats_show_the_index_flushes_and_events(engine: MemoryEngine) -> 
         assert stats.events[-1] == "09:30:00 watcher: memory/2026-11-22.md re-indexed"
         log = stats.query_one("#stats-log-lines", Static)
         await wait_until(pilot, lambda: "re-indexed" in text_of(log), "log lines")
+
+
+
+class StatsBehindATab(App[None]):
+    def __init__(self, engine: MemoryEngine) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial="front"):
+            with TabPane("front", id="front"):
+                yield Static("in front")
+            with TabPane("stats", id="stats"):
+                yield StatsPanel(self.engine, clock=fixed_clock)
+
+
+async def test_progress_on_a_hidden_stats_tab_lays_nothing_out(engine: MemoryEngine) -> None:
+    """Each indexing progress line re-renders the summary: behind another tab that must not
+    lay the screen out (it did, ~100 times while a log was indexed); shown, it is laid out."""
+    app = StatsBehindATab(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        stats = app.query_one(StatsPanel)
+        await wait_until(pilot, lambda: bool(stats.stats), "the stats")
+        await pilot.pause()
+        layouts: list[object] = []
+        app.screen.screen_layout_refresh_signal.subscribe(app.screen, layouts.append)
+        for n in range(1, 11):
+            stats.set_progress(f"embedding {n}/10 units")
+            await pilot.pause()
+        assert layouts == []
+        app.query_one(TabbedContent).active = "stats"
+        await pilot.pause()
+        summary = stats.query_one("#stats-summary", Static)
+        assert "embedding 10/10 units" in text_of_renderable(summary)
+        width = summary.content_size.width
+        assert summary.content_size.height == summary.get_content_height(
+            summary.content_size, app.size, width
+        )
 
 
 # -- watcher --

@@ -114,6 +114,15 @@ def _count(stats: dict[str, object], key: str) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
+
+def fill(static: Static, content: Table) -> None:
+    """Put ``content`` in ``static``, laid out only if it is on screen. Hidden (another tab in
+    front), a layout is for nothing: showing the tab lays it out. While a log was indexed,
+    each progress line laid the whole screen out again (~100 layouts in 15 s, each one the
+    stream's, when both ran)."""
+    static.update(content, layout=bool(static.region))
+
+
 class StatsPanel(EnginePanel):
     """Files, chunks, embedded chunks, index size and model state, the last flush of each trigger,
     and a live log of trigger and index events.
@@ -323,7 +332,7 @@ earlier one. The log below records trigger and index events as they happen.
         table.add_column(overflow="fold")
         for label, value in rows:
             table.add_row(label, value)
-        self.query_one("#stats-summary", Static).update(table)
+        fill(self.query_one("#stats-summary", Static), table)
 
     def _render_flushes(self) -> None:
         table = Table.grid(padding=(0, 2))
@@ -340,4 +349,4 @@ earlier one. The log below records trigger and index events as they happen.
             warn = (NOT_WRITTEN, *(f"{status}:" for status in UNWRITTEN))
             style = "yellow" if outcome.startswith(warn) else ""
             table.add_row(label, Text(f"{trigger} {stamp}"), Text(outcome, style=style))
-        self.query_one("#stats-flushes", Static).update(table)
+        fill(self.query_one("#stats-flushes", Static), table)

@@ -78,18 +78,20 @@ class Desk(Horizontal):
     class MemoryWanted(Message):
         """What the desk just showed is in the memory panels: they should be in view."""
 
+    # State, not looks: the desk draws none of it (the header does, see HEADER_STATE). A change
+    # that repainted the desk redrew every panel: 12 ms at each indexing progress line.
     #: The open session's title ("…" while its transcript loads; "" with none open).
-    session_title: reactive[str] = reactive("", init=False)
+    session_title: reactive[str] = reactive("", init=False, repaint=False)
     #: The chat model's name ("" when none is configured).
-    model: reactive[str] = reactive("", init=False)
+    model: reactive[str] = reactive("", init=False, repaint=False)
     #: The embedding model: ``loading``, ``loaded``, ``failed`` or ``none``.
-    model_state: reactive[str] = reactive("loading", init=False)
+    model_state: reactive[str] = reactive("loading", init=False, repaint=False)
     #: Chunks in the index (None until counted).
-    chunks: reactive[int | None] = reactive(None, init=False)
+    chunks: reactive[int | None] = reactive(None, init=False, repaint=False)
     #: ``embedding 120/400 units`` (or ``reindexing…``) while the index changes, else empty.
-    progress: reactive[str] = reactive("", init=False)
+    progress: reactive[str] = reactive("", init=False, repaint=False)
     #: Flushes running now.
-    flushing: reactive[int] = reactive(0, init=False)
+    flushing: reactive[int] = reactive(0, init=False, repaint=False)
 
     def __init__(self, *children: Widget, id: str | None = None) -> None:
         super().__init__(*children, id=id)
