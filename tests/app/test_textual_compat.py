@@ -189,6 +189,76 @@ async def test_far_apart_changes_are_repainted_apart_with_the_same_cells() -> No
         ]
 
 
+class _CountedBox(Vertical):
+    """A container that records the crops the compositor draws it with."""
+
+    def __init__(self, *children: Static, id: str) -> None:
+        super().__init__(*children, id=id)
+        self.crops: list[Region] = []
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self.crops.append(crop)
+        return super().render_lines(crop)
+
+
+class _Docked(Static):
+    draws = 0
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self.draws += 1
+        return super().render_lines(crop)
+
+
+class _Nested(App[None]):
+    CSS = """
+    #box { height: 10; width: 40; } #box > Static { height: 1; }
+    #foot { dock: bottom; height: 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with _CountedBox(*(Static(f"line {n}", id=f"l{n}") for n in range(10)), id="box"):
+            pass
+        yield _Docked("the footer", id="foot")
+
+    def on_mount(self) -> None:
+        compat.repaint_apart(self.screen)
+
+
+async def test_a_change_draws_only_the_widgets_and_lines_that_show_in_it() -> None:
+    """A one-line change draws the container under it for that line only, and not a widget
+    straight on the screen elsewhere (Textual drew both whole); the terminal gets the cells
+    a full render gives."""
+    app = _Nested()
+    async with app.run_test(size=(50, 14)) as pilot:
+        await pilot.pause()
+        compositor = app.screen._compositor
+        lines = [list(strip.text) for strip in compositor.render_strips()]
+        updates: list[ChopsUpdate | None] = []
+        render_partial_update = compositor.render_partial_update
+
+        def recorded() -> ChopsUpdate | None:
+            update = render_partial_update()
+            updates.append(update)
+            return update
+
+        compositor.render_partial_update = recorded  # type: ignore[method-assign]
+        box, foot = app.query_one(_CountedBox), app.query_one(_Docked)
+        box.crops.clear()
+        draws = foot.draws
+        app.query_one("#l4", Static).update("line 4, changed")
+        await pilot.pause()
+        assert foot.draws == draws, "the footer was drawn for a change far from it"
+        assert box.crops and all(crop.height == 1 and crop.y == 4 for crop in box.crops)
+        console = Console(width=50, height=14, file=io.StringIO())
+        for update in updates:
+            if update is not None:
+                _apply(update, lines, console)
+        assert ["".join(line) for line in lines] == [
+            strip.text for strip in compositor.render_strips()
+        ]
+        assert "line 4, changed" in "".join(lines[4])
+
+
 class _Containers(App[None]):
     CSS = """
     #padded { padding: 1 2; border: round red; height: 6; }

@@ -9,6 +9,7 @@ belong, and checked there too: ``MarkdownBlock._update_from_block`` (``GrowingLi
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from textual._compositor import ChopsUpdate, Compositor
@@ -132,7 +133,7 @@ def palette_select(palette: CommandPalette) -> None:
 
 
 def repaint_apart(screen: Screen[Any]) -> None:
-    """Make ``screen`` repaint far-apart changes apart.
+    """Make ``screen`` repaint far-apart changes apart, and draw only what shows in them.
 
     Textual repaints the box around every region that changed since the last frame, every
     widget in it drawn whole: a line of the header, the chat log and a key of the footer
@@ -169,6 +170,38 @@ def repaint_apart(screen: Screen[Any]) -> None:
         return ChopsUpdate(chops, spans, ends)
 
     compositor.render_partial_update = render_partial_update  # type: ignore[method-assign]
+    whole_renders = compositor._get_renders
+
+    def renders(crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        return whole_renders(None) if crop is None else _renders_in(compositor, crop)
+
+    compositor._get_renders = renders  # type: ignore[method-assign]
+
+
+def _renders_in(
+    compositor: Compositor, crop: Region
+) -> Iterator[tuple[Region, Region, list[Strip]]]:
+    """The widgets that show in ``crop``, each drawn for the lines of it in ``crop`` only.
+
+    Textual's own draws every widget whose clip touches ``crop``, whole: a widget straight on
+    the screen (the header, the footer, the side panels' containers) was drawn in full for a
+    change anywhere, and a tall one for a change of one of its lines. A widget's lines
+    outside ``crop`` are never sent (the update is cut to the changed regions, inside it), so
+    they are not drawn; across, a widget is drawn whole, as its cuts need.
+    """
+    for widget, (region, clip) in compositor.visible_widgets.items():
+        if not crop.overlaps(region.intersection(clip)):
+            continue
+        band = clip.intersection(Region(clip.x, crop.y, clip.width, crop.height))
+        drawn = region.intersection(band)
+        if drawn:
+            yield (
+                region,
+                band,
+                widget.render_lines(
+                    Region(drawn.x - region.x, drawn.y - region.y, drawn.width, drawn.height)
+                ),
+            )
 
 
 def _boxes(regions: list[Region]) -> list[Region]:

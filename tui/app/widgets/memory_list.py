@@ -59,6 +59,7 @@ class MemoryList(OptionList):
         self._locations: list[str | None] = []
         self._entries: list[OpenEntry | None] = []
         self._sessions: list[str | None] = []
+        self._shown: tuple[list[tuple[Text, str | None]], dict[str, str]] | None = None
 
     def show(
         self, rows: list[tuple[Text, str | None]], sessions: Mapping[str, str] | None = None
@@ -66,6 +67,10 @@ class MemoryList(OptionList):
         """Replace the rows: ``(text, location)``, location ``path#Lx-y`` or None;
         ``sessions``: the session that wrote a location's memory, where one did. The row
         highlighted stays so when the rows are the same ones again (their origins came)."""
+        shown = (rows, dict(sessions or {}))
+        if shown == self._shown:
+            return  # an option list draws all its rows again (an index change redid the same)
+        self._shown = shown
         same = [location for _, location in rows] == self._locations
         kept = self.highlighted if same else None
         self._locations = [location for _, location in rows]
