@@ -142,6 +142,36 @@ class _Apart(App[None]):
         compat.repaint_apart(self.screen)
 
 
+class _Terminal:
+    """What a terminal shows of ``app``'s screen: a full render, then the partial updates
+    it is sent from now on (:meth:`shows` applies them)."""
+
+    def __init__(self, app: App[None]) -> None:
+        self.compositor = compositor = app.screen._compositor
+        self.lines = [list(strip.text) for strip in compositor.render_strips()]
+        self.console = Console(width=app.size.width, height=app.size.height, file=io.StringIO())
+        self.updates: list[ChopsUpdate | None] = []
+        render_partial_update = compositor.render_partial_update
+
+        def recorded() -> ChopsUpdate | None:
+            update = render_partial_update()
+            self.updates.append(update)
+            return update
+
+        compositor.render_partial_update = recorded  # type: ignore[method-assign]
+
+    def shows(self) -> list[str]:
+        """The terminal's lines once the updates are applied."""
+        for update in self.updates:
+            if update is not None:
+                _apply(update, self.lines, self.console)
+        self.updates = []
+        return ["".join(line) for line in self.lines]
+
+    def full_render(self) -> list[str]:
+        return [strip.text for strip in self.compositor.render_strips()]
+
+
 def _apply(update: ChopsUpdate | None, lines: list[list[str]], console: Console) -> None:
     """Write what a partial screen update sends to the terminal into ``lines``."""
     assert update is not None
@@ -161,17 +191,7 @@ async def test_far_apart_changes_are_repainted_apart_with_the_same_cells() -> No
     app = _Apart()
     async with app.run_test(size=(60, 16)) as pilot:
         await pilot.pause()
-        compositor = app.screen._compositor
-        lines = [list(strip.text) for strip in compositor.render_strips()]
-        updates: list[ChopsUpdate | None] = []
-        render_partial_update = compositor.render_partial_update
-
-        def recorded() -> ChopsUpdate | None:
-            update = render_partial_update()
-            updates.append(update)
-            return update
-
-        compositor.render_partial_update = recorded  # type: ignore[method-assign]
+        terminal = _Terminal(app)
         bystander = app.query_one(_Counted)
         draws = bystander.draws
         with app.batch_update():  # one frame
@@ -179,14 +199,9 @@ async def test_far_apart_changes_are_repainted_apart_with_the_same_cells() -> No
             app.query_one("#right", Static).update("right, changed")
             app.query_one("#bottom", Static).update("bottom, changed")
         await pilot.pause()
-        assert updates and all(update is not None for update in updates)
+        assert terminal.updates and all(update is not None for update in terminal.updates)
         assert bystander.draws == draws, "the widget between the changes was not drawn again"
-        console = Console(width=60, height=16, file=io.StringIO())
-        for update in updates:
-            _apply(update, lines, console)
-        assert ["".join(line) for line in lines] == [
-            strip.text for strip in compositor.render_strips()
-        ]
+        assert terminal.shows() == terminal.full_render()
 
 
 class _CountedBox(Vertical):
@@ -201,14 +216,6 @@ class _CountedBox(Vertical):
         return super().render_lines(crop)
 
 
-class _Docked(Static):
-    draws = 0
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self.draws += 1
-        return super().render_lines(crop)
-
-
 class _Nested(App[None]):
     CSS = """
     #box { height: 10; width: 40; } #box > Static { height: 1; }
@@ -218,7 +225,7 @@ class _Nested(App[None]):
     def compose(self) -> ComposeResult:
         with _CountedBox(*(Static(f"line {n}", id=f"l{n}") for n in range(10)), id="box"):
             pass
-        yield _Docked("the footer", id="foot")
+        yield _Counted("the footer", id="foot")
 
     def on_mount(self) -> None:
         compat.repaint_apart(self.screen)
@@ -231,32 +238,17 @@ async def test_a_change_draws_only_the_widgets_and_lines_that_show_in_it() -> No
     app = _Nested()
     async with app.run_test(size=(50, 14)) as pilot:
         await pilot.pause()
-        compositor = app.screen._compositor
-        lines = [list(strip.text) for strip in compositor.render_strips()]
-        updates: list[ChopsUpdate | None] = []
-        render_partial_update = compositor.render_partial_update
-
-        def recorded() -> ChopsUpdate | None:
-            update = render_partial_update()
-            updates.append(update)
-            return update
-
-        compositor.render_partial_update = recorded  # type: ignore[method-assign]
-        box, foot = app.query_one(_CountedBox), app.query_one(_Docked)
+        terminal = _Terminal(app)
+        box, foot = app.query_one(_CountedBox), app.query_one(_Counted)
         box.crops.clear()
         draws = foot.draws
         app.query_one("#l4", Static).update("line 4, changed")
         await pilot.pause()
         assert foot.draws == draws, "the footer was drawn for a change far from it"
         assert box.crops and all(crop.height == 1 and crop.y == 4 for crop in box.crops)
-        console = Console(width=50, height=14, file=io.StringIO())
-        for update in updates:
-            if update is not None:
-                _apply(update, lines, console)
-        assert ["".join(line) for line in lines] == [
-            strip.text for strip in compositor.render_strips()
-        ]
-        assert "line 4, changed" in "".join(lines[4])
+        shown = terminal.shows()
+        assert shown == terminal.full_render()
+        assert "line 4, changed" in shown[4]
 
 
 class _Containers(App[None]):
