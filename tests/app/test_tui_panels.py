@@ -599,6 +599,26 @@ async def test_the_daily_tree_shows_a_new_entry_after_reload(engine: MemoryEngin
         )
 
 
+async def test_the_cursor_goes_to_a_node_just_added_before_the_tree_is_drawn() -> None:
+    """A repaint draws only what changed, so the tree may not have listed its lines when the
+    cursor is put on a node it just got (its line was -1 then: the cursor went nowhere)."""
+    from tui.app.panels.daily_tree import cursor_to
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Tree("root")
+
+    async with Host().run_test(size=(40, 12)) as pilot:
+        tree = pilot.app.query_one(Tree)
+        await pilot.pause()
+        tree.clear()
+        tree.root.expand()
+        month = tree.root.add("2026-11", data="month", expand=True)
+        entry = month.add_leaf("Daily Summary  L3", data="entry")
+        cursor_to(tree, entry)
+        assert tree.cursor_node is entry
+
+
 async def test_the_daily_tree_makes_nodes_for_open_branches_and_reparses_changed_logs(
     bm25_engine: MemoryEngine,
 ) -> None:

@@ -143,6 +143,16 @@ class _NodeRef:
     entry: LogEntry | None = None
 
 
+
+def cursor_to(tree: Tree[_NodeRef], node: TreeNode[_NodeRef]) -> None:
+    """Put ``tree``'s cursor on ``node``, a node just added or expanded: its line number
+    exists once the tree has listed its lines, which a draw of the tree or its idle turn does
+    — or asking for a line, done here (a repaint beside the tree may come first: it draws
+    only what changed)."""
+    tree.get_node_at_line(0)
+    tree.move_cursor(node)
+
+
 class DailyTree(EnginePanel):
     """Browses ``memory/`` daily logs by month and date; the selected log or entry is rendered.
 
@@ -286,8 +296,7 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
                         child.expand()
         target = next((n for n in _walk(tree.root) if n.data and n.data.key == key), None)
         if target is not None:
-            # Line numbers exist once the tree has laid out the nodes just expanded.
-            self.call_after_refresh(tree.move_cursor, target)
+            self.call_after_refresh(cursor_to, tree, target)
         self._shown = (path, key if entry is not None else "")
         self._show_selected()
 
@@ -355,8 +364,7 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         # Keep the cursor where the user left it (a flush may reload the tree while they browse).
         for node in _walk(tree.root):
             if node.data and node.data.key == cursor_key:
-                # Line numbers exist once the tree has laid out its new nodes.
-                self.call_after_refresh(tree.move_cursor, node)
+                self.call_after_refresh(cursor_to, tree, node)
                 break
         self._after_listing()
 
