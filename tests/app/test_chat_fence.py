@@ -38,7 +38,9 @@ def test_cold_fence_languages_names_each_fence_s_language_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(chat_fence, "_warm", {"rust"})
-    text = "Some text\n```python\nx = 1\n```\n- item\n  ~~~ sql\n  SELECT 1\n  ~~~\n> ```rust\n```py"
+    text = (
+        "Some text\n```python\nx = 1\n```\n- item\n  ~~~ sql\n  SELECT 1\n  ~~~\n> ```rust\n```py"
+    )
     assert cold_fence_languages(text) == ["python", "", "sql", "py"]
     assert cold_fence_languages("no code here, just `inline` code") == []
 

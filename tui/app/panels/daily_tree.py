@@ -143,7 +143,6 @@ class _NodeRef:
     entry: LogEntry | None = None
 
 
-
 def cursor_to(tree: Tree[_NodeRef], node: TreeNode[_NodeRef]) -> None:
     """Put ``tree``'s cursor on ``node``, a node just added or expanded: its line number
     exists once the tree has listed its lines, which a draw of the tree or its idle turn does

@@ -114,7 +114,6 @@ def _count(stats: dict[str, object], key: str) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
-
 def fill(static: Static, content: Table) -> None:
     """Put ``content`` in ``static``, laid out only if it is on screen. Hidden (another tab in
     front), a layout is for nothing: showing the tab lays it out. While a log was indexed,
