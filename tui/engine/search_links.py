@@ -94,7 +94,14 @@ _PRONOUNS = frozenset(
 def _names_nothing(word: str) -> bool:
     """An indefinite pronoun or a change word: shared by two entries, it does not make one an
     update of the other ("migrating Harbor's database" / "migrating dotfiles off the ThinkPad")."""
-    return word in _PRONOUNS or _CHANGE.fullmatch(word) is not None
+    if word in _PRONOUNS:
+        return True
+    if word.isascii() and word.isalnum():
+        # What ``_CHANGE.fullmatch`` says of one ASCII word (its phrases need a space), without
+        # running the whole pattern: it ran for every word of every candidate's phrases.
+        low = word.lower()
+        return low in _CHANGE_WORDS or low.startswith(_CHANGE_STARTS)
+    return _CHANGE.fullmatch(word) is not None
 
 
 def rare_words(
@@ -157,22 +164,22 @@ def _content_words(text: str) -> frozenset[str]:
 
 def _phrases_with(text: str, words: Set[str]) -> set[tuple[str, str]]:
     """The two-word phrases of ``text``'s clauses (lower-cased) that hold one of ``words`` and
-    no change word ("now runs" is no attribute)."""
-    return {(a, b) for a, b in _phrases(text) if a in words or b in words}
+    no change word ("now runs" is no attribute). Only the phrases that hold one of ``words``
+    are tested for a change word: a candidate's phrases are many and ``words`` a few."""
+    return {
+        (a, b)
+        for seq in _clause_words(text)
+        for a, b in itertools.pairwise(seq)
+        if (a in words or b in words) and not (_names_nothing(a) or _names_nothing(b))
+    }
 
 
 @lru_cache(maxsize=OWN_WORDS_CACHE)
-def _phrases(text: str) -> tuple[tuple[str, str], ...]:
-    """Every two-word phrase of ``text``'s clauses (lower-cased) without a change word."""
-    phrases: list[tuple[str, str]] = []
-    for clause in _CLAUSE_END.split(text):
-        seq = [w.lower() for w in _WORDS.findall(clause)]
-        phrases.extend(
-            (a, b)
-            for a, b in itertools.pairwise(seq)
-            if not (_names_nothing(a) or _names_nothing(b))
-        )
-    return tuple(phrases)
+def _clause_words(text: str) -> tuple[tuple[str, ...], ...]:
+    """The words of each of ``text``'s clauses, lower-cased, in order."""
+    return tuple(
+        tuple(w.lower() for w in _WORDS.findall(clause)) for clause in _CLAUSE_END.split(text)
+    )
 
 
 @lru_cache(maxsize=OWN_WORDS_CACHE)
@@ -284,16 +291,17 @@ def update_links(
                 continue
             if (other_date > row_date) != (direction == "newer"):
                 continue
-            if direction == "newer" and not unit_tells_of_change(other.text):
-                continue
-            # Its own words, not its context: a unit's index text includes the entry before it.
-            shares_word = bool(rare & own_words(other.text))
             similar = (
                 direction == "newer"
                 and cosine >= LINK_STRONG
                 and hybrids.get(chunk_id, 0.0) >= 0.5 * relevance[seed]
             )
-            if not ((shares_word and cosine >= floor) or similar):
+            # Its own words, not its context: a unit's index text includes the entry before
+            # it. Most near entries hold none of the rare words: a substring test rules them
+            # out before their words are split (the cheap tests first; they all must hold).
+            if not (similar or cosine >= floor and _shares_word(rare, other.text)):
+                continue
+            if direction == "newer" and not unit_tells_of_change(other.text):
                 continue
             older, newer = (row, other) if direction == "newer" else (other, row)
             if not tells_change_of(older.text, newer.text):
@@ -302,6 +310,15 @@ def update_links(
             if direction == "newer":
                 superseded.setdefault(seed, set()).add(chunk_id)
     return linked, superseded
+
+
+def _shares_word(words: Set[str], text: str) -> bool:
+    """Whether one of ``words`` (lower-cased) is one of ``text``'s :func:`own_words`."""
+    if text.isascii():
+        low = text.lower()
+        if not any(w in low for w in words):
+            return False
+    return not words.isdisjoint(own_words(text))
 
 
 def _cosines(index: MemoryIndex, seed: int, others: list[int]) -> dict[int, float]:
