@@ -10,7 +10,15 @@ import numpy as np
 
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
-from tui.engine.search_links import _CHANGE, _WORDS, own_words, tells_of_change
+from tui.engine.search_links import (
+    _CHANGE,
+    _PRONOUNS,
+    _WORDS,
+    _names_nothing,
+    _shares_word,
+    own_words,
+    tells_of_change,
+)
 
 CHANGES = [
     "Switched from Vim to Zed",
@@ -55,6 +63,24 @@ def test_tells_of_change_agrees_with_the_pattern() -> None:
     texts = CHANGES + [" ".join(rng.choices(vocabulary, k=rng.randint(1, 30))) for _ in range(2000)]
     for text in texts:
         assert tells_of_change(text, own_words(text)) == bool(_CHANGE.search(text)), text
+
+
+def test_names_nothing_agrees_with_the_pattern() -> None:
+    words = {w for text in CHANGES for w in _WORDS.findall(text)}
+    words |= {w.upper() for w in words} | {w.capitalize() for w in words}
+    words |= {"Everything", "everything", "nobody", "migrate", "REPLACING", "ſwitch", "İnstead"}
+    for word in sorted(words):
+        expected = word in _PRONOUNS or _CHANGE.fullmatch(word) is not None
+        assert _names_nothing(word) == expected, word
+
+
+def test_shares_word_agrees_with_own_words() -> None:
+    rng = random.Random(7)
+    vocabulary = [*" ".join(CHANGES).split(), "Vim", "vimrc", "İstanbul", "istanbul", "Straße"]
+    texts = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 12))) for _ in range(500)]
+    for text in texts:
+        for words in ({"vim"}, {"istanbul", "zed"}, {"straße"}, {"now"}):
+            assert _shares_word(words, text) == bool(words & own_words(text)), (words, text)
 
 
 def test_batched_stems_and_counts_match_one_at_a_time(tmp_path: Path, embedder: Embedder) -> None:
