@@ -232,27 +232,48 @@ Your conversations, most recent first. The one marked ● is open.
         highlighted = options.highlighted_option.id if options.highlighted_option else None
         # The highlight follows the open session unless the user is moving through the list.
         target = highlighted if options.has_focus and highlighted else self.active_id
-        options.clear_options()
         shown = self.shown
+        rows = self._rows(shown)
+        if not self._update_in_place(options, rows):
+            options.clear_options()
+            options.add_options(rows)
+        index = next((i for i, info in enumerate(shown) if info.id == target), 0)
+        if shown and options.highlighted != index:
+            options.highlighted = index
+
+    def _rows(self, shown: list[SessionInfo]) -> list[Option]:
+        """The list's rows for the sessions ``shown``: a note when there are none, the trash."""
+        rows: list[Option] = []
         if not self.infos:
-            options.add_option(Option(Text("no sessions yet", style="dim italic"), disabled=True))
+            rows.append(Option(Text("no sessions yet", style="dim italic"), disabled=True))
         elif not shown:
             wanted = self.filter_input.value.strip()
-            options.add_option(
+            rows.append(
                 Option(Text(f"no session matches “{wanted}”", style="dim italic"), disabled=True)
             )
-        options.add_options(
+        rows.extend(
             Option(session_prompt(info, info.id == self.active_id), id=info.id) for info in shown
         )
         if self.trashed:
             row = Text(f"  deleted sessions ({self.trashed})…", style="dim italic")
-            options.add_option(Option(row, id=TRASH_ROW))
-        if shown:
-            options.highlighted = 0
-        for index, info in enumerate(shown):
-            if info.id == target:
-                options.highlighted = index
-                break
+            rows.append(Option(row, id=TRASH_ROW))
+        return rows
+
+    @staticmethod
+    def _update_in_place(options: OptionList, rows: list[Option]) -> bool:
+        """Give the listed rows their new prompts when ``rows`` are the same rows (ids, order);
+        False when they are not. A session's own answer changes its count at each turn:
+        rebuilding the list then redrew it whole and sent it back to its top."""
+        listed = options.options
+        same = len(listed) == len(rows) and all(
+            a.id == b.id and a.disabled == b.disabled for a, b in zip(listed, rows, strict=True)
+        )
+        if not same:
+            return False
+        for index, (old, new) in enumerate(zip(listed, rows, strict=True)):
+            if old.prompt != new.prompt:
+                options.replace_option_prompt_at_index(index, new.prompt)
+        return True
 
     def _highlighted_id(self) -> str | None:
         """The highlighted session's id (None on the trash row)."""
