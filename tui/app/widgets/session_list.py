@@ -365,4 +365,3 @@ Your conversations, most recent first. The one marked ● is open.
         session_id = self._highlighted_id()
         if session_id:
             self.post_message(self.DeleteRequested(session_id))
-
