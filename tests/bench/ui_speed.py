@@ -949,6 +949,9 @@ async def bench_preview(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tui.engine.heap import tune_process
+
+    tune_process()  # as the `memdeck` entry point does: the app measured is the one shipped
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--chunks",
