@@ -352,7 +352,7 @@ def memory_entries_changed(
             fact_day = date_by(fact, now)
             if fact_day is None or fact_day >= day:
                 continue
-            if not (rare & own_words(fact.text) and tells_change_of(fact.text, row.text)):
+            if not (_shares_word(rare, fact.text) and tells_change_of(fact.text, row.text)):
                 continue
             if row.id in vectors and fact.id in vectors:
                 if float(vectors[row.id] @ vectors[fact.id]) < LINK_COSINE_MEMORY:
