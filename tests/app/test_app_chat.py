@@ -55,7 +55,10 @@ async def test_a_message_streams_into_the_chat(engine: ChatEngine, server: FakeO
         user, answer = pane.messages
         assert (user.role, user.text) == ("user", "where am I going?")
         assert answer.text == "".join(pieces)
-        assert answer.query_one(Markdown).source == "".join(pieces)
+        assert answer.shown_text() == "".join(pieces)
+        (part,) = answer.text_parts()
+        assert isinstance(part, FoldedText), "a streamed segment settles into a picture"
+        assert "in Alfama is booked." in "".join(strip.text for strip in part.picture)
         assert "memory" in text_of(answer.query_one(".message-meta", Static))
         # the transcript is the chat engine's, on disk
         transcript = engine.sessions.load(pane.session_id or "")

@@ -8,6 +8,7 @@ import threading
 import pytest
 from pygments.lexer import RegexLexerMeta
 from pygments.lexers import get_lexer_by_name
+from support.pilot import wait_until
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets.markdown import MarkdownFence
@@ -16,6 +17,7 @@ from tui.app.widgets import chat_fence
 from tui.app.widgets.chat_fence import ChatFence, cold_fence_languages
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.chat_message import ChatMessage
+from tui.app.widgets.live_text import LiveText
 
 PYTHON = "def flush(session):\n    return None\n"
 
@@ -67,12 +69,12 @@ async def test_a_streamed_code_block_s_lexer_is_built_in_a_thread_before_it_is_d
         await app.query_one("#log", VerticalScroll).mount(message)
         for piece in ["Here:\n\n``", "`kot", "lin\nfun main() {}\n", "```\n"]:
             await message.append_text(piece)
-        await message.finish()
-        await pilot.pause()
+        (live,) = message.text_parts()
+        assert isinstance(live, LiveText) and isinstance(live.markdown, ChatMarkdown)
+        await wait_until(pilot, lambda: live.source.endswith("```\n"), "the last write")
         assert ("KotlinLexer", False) in built_on
         assert ("KotlinLexer", True) not in built_on, "built on the event loop"
-        (segment,) = message.text_parts()
-        assert isinstance(segment, ChatMarkdown)
-        (fence,) = segment.query(ChatFence)
+        (fence,) = live.markdown.query(ChatFence)
         assert fence.lexer == "kotlin"
         assert "fun main() {}" in str(fence._highlighted_code)
+        await message.finish()

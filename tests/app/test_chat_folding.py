@@ -12,11 +12,11 @@ from support.fakeopenai import FakeOpenAI
 from support.pilot import SIZE, PanelHost, build_app, ready, wait_until
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
-from textual.widgets import Markdown
 
 from tui.app.textual_compat import picture_of
 from tui.app.widgets import chat_pane as chat_pane_module
 from tui.app.widgets.chat_folding import TextFolder, laid_out_final
+from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.chat_message import SEGMENT_CHARS, ChatMessage
 from tui.app.widgets.folded_text import FoldedText
 from tui.chat.chat import ChatEngine
@@ -37,15 +37,14 @@ async def test_a_segment_whose_last_text_is_not_laid_out_yet_does_not_fold(
     log = app.query_one(VerticalScroll)
     message = app.query_one(ChatMessage)
     folder = TextFolder()
-    await message.append_text(FIRST)
+    segment = ChatMarkdown(FIRST)  # (a segment settles as Markdown when it has no picture)
+    await message.mount(segment, before=message.query_one(".message-meta"))
     await pilot.pause()
-    segment = message.text_parts()[0]
-    assert isinstance(segment, Markdown) and segment.region
+    assert segment.region
     early_height = segment.outer_size.height
 
     with app.batch_update():  # no layout meanwhile (as on a loaded machine, for a while)
-        await message.append_text(REST)
-        await message.finish()
+        await segment.update(FIRST + REST)
         assert message.finished_part(segment) and segment.outer_size.height == early_height
         assert not laid_out_final(segment)
         # two looks see the same size: the size held, yet it is not the final one

@@ -83,6 +83,8 @@ async def test_closing_a_segment_waits_for_the_write_under_way() -> None:
     stop) keeps its blocks: it is not rendered again, whole, as if it had not been written."""
     from tui.app.textual_compat import block_kind
     from tui.app.widgets.chat_message import ChatMessage
+    from tui.app.widgets.folded_text import FoldedText
+    from tui.app.widgets.live_text import LiveText
 
     app = MarkdownApp()
     async with app.run_test(size=(70, 30)) as pilot:
@@ -90,15 +92,23 @@ async def test_closing_a_segment_waits_for_the_write_under_way() -> None:
         await app.query_one("#log", VerticalScroll).mount(message)
         await message.append_text("- one\n- two\n\n")
         await pilot.pause(0.3)
-        (segment,) = message.text_parts()
-        assert isinstance(segment, ChatMarkdown)
+        (live,) = message.text_parts()
+        assert isinstance(live, LiveText)
+        segment = live.markdown
         first = segment.children[0]
+        blocks_at_close: list[MarkdownBlock] = []
+        settle = live.folded
+
+        def folded() -> FoldedText | None:  # the blocks as the segment closes
+            blocks_at_close.extend(b for b in segment.children if isinstance(b, MarkdownBlock))
+            return settle()
+
+        live.folded = folded  # type: ignore[method-assign]
         await message.append_text("```python\nx = 1\n```\n\n")
         await message.finish()
-        assert segment.children[0] is first, "the segment was rendered again, whole"
-        blocks = [block for block in segment.children if isinstance(block, MarkdownBlock)]
-        assert [block_kind(block) for block in blocks] == ["bullet_list_open", "fence"]
-        assert segment.source == "- one\n- two\n\n```python\nx = 1\n```\n\n"
+        assert blocks_at_close[0] is first, "the segment was rendered again, whole"
+        assert [block_kind(block) for block in blocks_at_close] == ["bullet_list_open", "fence"]
+        assert message.shown_text() == "- one\n- two\n\n```python\nx = 1\n```\n\n"
 
 
 async def test_a_segment_is_arranged_once_per_width_and_draws_as_markdown_does() -> None:

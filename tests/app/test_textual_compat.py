@@ -18,6 +18,7 @@ from textual.app import App, ComposeResult
 from textual.command import CommandPalette
 from textual.containers import Vertical
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Markdown, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.markdown import MarkdownBlock
@@ -89,6 +90,24 @@ async def test_markdown_block_internals_and_tabs_and_pictures() -> None:
         assert app.query_one(TabbedContent).query(compat.ContentTabs)
         lines = compat.picture_of(markdown)
         assert any("seven" in line.text for line in lines)
+
+
+async def test_a_screen_started_offstage_holds_widgets_and_draws_them_as_a_shown_one() -> None:
+    text = "- one\n- two\n\nA paragraph, long enough to wrap at forty columns.\n"
+    app = App[None]()
+    async with app.run_test(size=(40, 12)) as pilot:
+        shown = Markdown(text)
+        await app.screen.mount(shown)
+        stage = Screen[None]()
+        compat.register_offstage(stage)
+        offstage = Markdown(text)
+        await stage.mount(offstage)
+        await pilot.pause()
+        assert app.screen is not stage and offstage.is_mounted and not offstage.size
+        size = shown.outer_size
+        assert compat.draw_offstage(offstage, size) == compat.picture_of(shown)
+        assert offstage.size.width == shown.size.width, "told the size it was drawn at"
+    assert not offstage.is_running, "closed with the app"
 
 
 async def test_notices_are_toasts_in_a_rack_the_screen_css_can_name() -> None:

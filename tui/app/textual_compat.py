@@ -14,7 +14,7 @@ from typing import Any
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.command import CommandPalette
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
@@ -38,11 +38,13 @@ __all__ = [
     "child_blocks",
     "copy_block_context",
     "alike_lines",
+    "draw_offstage",
     "layout_pending",
     "list_bullet",
     "palette_search_group",
     "palette_select",
     "picture_of",
+    "register_offstage",
     "repaint_apart",
 ]
 
@@ -63,6 +65,27 @@ def picture_of(widget: Widget) -> list[Strip]:
     (no public API draws a widget's subtree to lines)."""
     compositor = Compositor()
     compositor.reflow(widget, widget.outer_size)
+    return compositor.render_strips()
+
+
+def register_offstage(screen: Screen[Any]) -> None:
+    """Start ``screen`` without showing it: widgets can be mounted in it (and are closed with
+    the app), and it is never laid out or painted by Textual (see :func:`draw_offstage`)."""
+    app = screen.app
+    app._register(app, screen)
+
+
+def draw_offstage(widget: Widget, size: Size) -> list[Strip]:
+    """The lines ``widget`` (a child of a screen started by :func:`register_offstage`) and its
+    children draw at ``size``, as they would on a shown screen.
+
+    A widget draws at the size its screen's layout gave it: the widget is laid out here in its
+    screen's own compositor (where Textual looks its size up), each widget in it is told its
+    size as a shown screen's layout tells it, and the result drawn."""
+    compositor = widget.screen._compositor
+    compositor.reflow(widget, size)
+    for node, (region, _order, _clip, virtual_size, container_size, _, _) in compositor.layers:
+        node._size_updated(region.size, virtual_size, container_size)
     return compositor.render_strips()
 
 

@@ -5,6 +5,7 @@ around it grows."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from markdown_it import MarkdownIt
@@ -129,6 +130,8 @@ class ChatMarkdown(Markdown):
 
     #: Seconds the last append took (parse, update, mount): the writer paces itself on it.
     last_append_seconds: float = 0.0
+    #: Called when an append is done (the :class:`LiveText` drawing this segment redraws).
+    on_appended: Callable[[], None] | None = None
 
     def append(self, markdown: str) -> AwaitComplete:
         """Append ``markdown`` (see :meth:`Markdown.append`) as one batched screen update."""
@@ -139,6 +142,8 @@ class ChatMarkdown(Markdown):
             with self.app.batch_update():
                 await parent_append(markdown)
             self.last_append_seconds = time.perf_counter() - began
+            if self.on_appended is not None:
+                self.on_appended()
 
         return AwaitComplete(batched())
 

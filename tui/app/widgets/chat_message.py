@@ -26,6 +26,7 @@ from tui.app.textual_compat import alike_lines
 from tui.app.widgets.chat_fence import cold_fence_languages, warm_lexer
 from tui.app.widgets.chat_markdown import ChatMarkdown, height_free
 from tui.app.widgets.folded_text import FoldedText
+from tui.app.widgets.live_text import LiveText
 from tui.app.widgets.tool_call_view import ToolCallView
 from tui.chat.events import ERROR_LABELS
 from tui.engine.markdown import inside_fence
@@ -238,7 +239,8 @@ file (marked superseded), and what they saved to memory stays.
             self._initial_parts.append(ChatMarkdown(text))
         self._meta_text = meta
         self._stream: MarkdownStream | None = None
-        self._segment: ChatMarkdown | None = None
+        self._segment: ChatMarkdown | None = None  # the open segment's Markdown (on the stage)
+        self._live: LiveText | None = None  # what draws it here
         self._rendering_again: ChatMarkdown | None = None  # the segment being rendered once more
         self._leaving: set[Widget] = set()  # parts being swapped out
         self._segment_text = ""
@@ -270,12 +272,13 @@ file (marked superseded), and what they saved to memory stays.
         """True if ``part`` is a child no longer written to (not the open text segment)."""
         return part.parent is self and part not in (self._segment, self._rendering_again)
 
-    def text_parts(self) -> list[Markdown | FoldedText]:
-        """The text segments in order, folded ones included (not those being swapped out)."""
+    def text_parts(self) -> list[Markdown | FoldedText | LiveText]:
+        """The text segments in order, folded and open ones included (not those being swapped
+        out)."""
         return [
             part
             for part in self.children
-            if isinstance(part, Markdown | FoldedText) and part not in self._leaving
+            if isinstance(part, Markdown | FoldedText | LiveText) and part not in self._leaving
         ]
 
     def shown_text(self) -> str:
@@ -336,9 +339,11 @@ file (marked superseded), and what they saved to memory stays.
         if not delta:
             return
         if self._segment is None:
-            self._segment = ChatMarkdown()
+            live = self._live = LiveText()
+            self._segment = live.markdown
             self._segment_text = ""
-            await self._mount_part(self._segment)
+            await self._mount_part(live)
+            await live.stage()
             self._stream = Markdown.get_stream(self._segment)
         self._segment_text += delta
         self.text += delta
@@ -386,7 +391,21 @@ file (marked superseded), and what they saved to memory stays.
                     await segment.update(self._segment_text)
         finally:
             self._rendering_again = None
-        if segment is not None and segment.parent is self:
+        live, self._live = self._live, None
+        if live is not None and live.parent is self:
+            await self._settle(live)
+
+    async def _settle(self, live: LiveText) -> None:
+        """Put a closed segment's final picture in its place (a :class:`FoldedText`, which
+        comes back as Markdown when used); without a picture (never laid out), its Markdown,
+        folded later (:class:`SegmentClosed`)."""
+        folded = live.folded()
+        if folded is not None:
+            await self.swap_part(live, folded)
+            return
+        segment = ChatMarkdown(live.source)
+        await self.swap_part(live, segment)
+        if segment.parent is self:
             self.post_message(self.SegmentClosed(segment))
 
     async def add_tool_call(

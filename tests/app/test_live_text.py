@@ -1,0 +1,117 @@
+"""The open segment of a streamed answer is drawn by one widget (``LiveText``) from its
+Markdown laid out on a screen never shown: it must draw, cell for cell, what that Markdown
+draws in the message, and leave nothing behind when it closes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.pilot import PanelHost, wait_until
+from textual.containers import VerticalScroll
+from textual.pilot import Pilot
+from textual.strip import Strip
+
+from tui.app.screens.live_stage import LiveStage
+from tui.app.textual_compat import picture_of
+from tui.app.widgets.chat_markdown import ChatMarkdown
+from tui.app.widgets.chat_message import ChatMessage
+from tui.app.widgets.folded_text import FoldedText
+from tui.app.widgets.live_text import LiveText
+
+ANSWER = (
+    "# Lisbon\n\nThe plan, with **bold** words and `code`, long enough to wrap at this width.\n\n"
+    "- the hotel near Alfama\n- the train on Monday\n  - first class\n\n"
+    "1. pack\n2. go\n\n> a quote\n\n```python\nprint('hi')\n```\n\nThe end.\n"
+)
+
+
+@pytest.fixture
+async def host() -> Any:
+    """A chat message alone in a scrolling log, in a small app."""
+    app = PanelHost(lambda: VerticalScroll(ChatMessage("assistant")))
+    async with app.run_test(size=(60, 50)) as pilot:
+        yield app, pilot
+
+
+async def in_place(pilot: Pilot[Any], message: ChatMessage, source: str) -> list[Strip]:
+    """What ``source`` draws as Markdown in ``message`` (mounted there for the look)."""
+    markdown = ChatMarkdown(source)
+    await message.mount(markdown, before=message.query_one(".message-meta"))
+    await pilot.pause()
+    picture = picture_of(markdown)
+    await markdown.remove()
+    await pilot.pause()
+    return picture
+
+
+async def streamed_to(pilot: Pilot[Any], message: ChatMessage, end: int) -> LiveText:
+    """Stream ``ANSWER`` up to ``end`` into ``message``; its live part once drawn with it."""
+    await message.append_text(ANSWER[len(message.text) : end])
+    (live,) = message.text_parts()
+    assert isinstance(live, LiveText)
+    await wait_until(pilot, lambda: live.source == ANSWER[:end], "the write")
+    await pilot.pause()
+    return live
+
+
+@pytest.mark.parametrize("focused", [False, True], ids=["plain", "focused"])
+async def test_the_open_segment_draws_as_its_markdown_would_in_the_message(
+    host: tuple[PanelHost, Pilot[Any]], focused: bool
+) -> None:
+    app, pilot = host
+    message = app.query_one(ChatMessage)
+    if focused:
+        message.focus()  # another background under the text
+    for end in (9, 80, 150, 190, len(ANSWER)):
+        live = await streamed_to(pilot, message, end)
+        assert live.picture, "nothing drawn"
+        assert live.picture == await in_place(pilot, message, live.source), f"at {end}"
+        assert "".join(strip.text for strip in live.picture).count("Lisbon") == 1
+        assert live.outer_size.height == len(live.picture)
+    # its blocks are on the stage, not in the chat
+    assert not message.query(ChatMarkdown)
+    assert isinstance(live.markdown.screen, LiveStage)
+
+
+async def test_a_closed_segment_becomes_a_picture_and_leaves_the_stage(
+    host: tuple[PanelHost, Pilot[Any]],
+) -> None:
+    app, pilot = host
+    message = app.query_one(ChatMessage)
+    live = await streamed_to(pilot, message, len(ANSWER))
+    stage = live.markdown.screen
+    await message.finish()
+    await pilot.pause()
+    (part,) = message.text_parts()
+    assert isinstance(part, FoldedText) and not part.stale
+    assert part.picture == await in_place(pilot, message, ANSWER)
+    assert message.shown_text() == ANSWER
+    assert not stage.children, "the segment's Markdown stays on the stage"
+    assert live not in message.children
+
+
+async def test_a_message_removed_while_it_streams_leaves_nothing_on_the_stage(
+    host: tuple[PanelHost, Pilot[Any]],
+) -> None:
+    app, pilot = host
+    message = app.query_one(ChatMessage)
+    live = await streamed_to(pilot, message, 80)
+    stage = live.markdown.screen
+    assert list(stage.children) == [live.markdown]
+    await message.remove()
+    await wait_until(pilot, lambda: not stage.children, "the stage emptied")
+
+
+async def test_the_open_segment_is_drawn_again_at_a_new_width(
+    host: tuple[PanelHost, Pilot[Any]],
+) -> None:
+    app, pilot = host
+    message = app.query_one(ChatMessage)
+    live = await streamed_to(pilot, message, 150)
+    narrow = live.picture
+    await pilot.resize_terminal(40, 50)
+    await wait_until(pilot, lambda: live.picture is not narrow, "a new picture")
+    await pilot.pause()
+    assert live.picture[0].cell_length == live.size.width < len(narrow[0].text)
+    assert live.picture == await in_place(pilot, message, live.source)
