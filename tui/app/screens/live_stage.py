@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+from weakref import WeakKeyDictionary
+
 from textual.app import App
 from textual.color import Color
 from textual.geometry import Size
@@ -30,13 +33,12 @@ class LiveStage(Screen[None]):
     """
 
     @classmethod
-    def of(cls, app: App[object]) -> LiveStage:
+    def of(cls, app: App[Any]) -> LiveStage:
         """The app's stage (started on first use)."""
-        stage = getattr(app, "_memdeck_live_stage", None)
-        if not isinstance(stage, LiveStage):
-            stage = cls()
+        stage = _STAGES.get(app)
+        if stage is None:
+            stage = _STAGES[app] = cls()
             register_offstage(stage)
-            setattr(app, "_memdeck_live_stage", stage)  # noqa: B010 - one per app, set once
         return stage
 
     def picture(
@@ -51,3 +53,6 @@ class LiveStage(Screen[None]):
         height = markdown.get_content_height(Size(width, 0), self.app.size, width)
         height += markdown.styles.gutter.height
         return draw_offstage(markdown, Size(width, height)) if height else []
+
+
+_STAGES: WeakKeyDictionary[App[Any], LiveStage] = WeakKeyDictionary()

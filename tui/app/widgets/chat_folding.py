@@ -37,7 +37,8 @@ def laid_out_final(part: Widget) -> bool:
 class TextFolder:
     """Folds the finished text parts of a chat log into pictures (:class:`FoldedText`).
 
-    A streamed segment folds at the first layout of the screen after it closed that left it
+    A segment that closed as Markdown (a streamed one settles as a picture itself, unless it
+    was never drawn) folds at the first layout of the screen after it closed that left it
     at its final size (:meth:`segment_closed`, :meth:`laid_out`); a look (:meth:`fold`) folds
     any other finished part (a resumed transcript) and unfolds what is in use or stale. A part
     folds only when :func:`laid_out_final` holds for it: a size that may still change is

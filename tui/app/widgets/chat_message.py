@@ -75,10 +75,12 @@ def _lines(text: str) -> str:
 class ChatMessage(Vertical):
     """A user or assistant message.
 
-    An assistant message is a sequence of parts: Markdown text segments (streamed through
-    ``Markdown.get_stream``), :class:`ToolCallView` calls, error and notice lines. A new text
-    segment starts after each tool call, so what is shown keeps the order of the turn. Pieces
-    arriving faster than :data:`STREAM_INTERVAL` are written to the stream together.
+    An assistant message is a sequence of parts: Markdown text segments, :class:`ToolCallView`
+    calls, error and notice lines. A new text segment starts after each tool call, so what is
+    shown keeps the order of the turn. The open segment is streamed (``Markdown.get_stream``)
+    into Markdown drawn here by a :class:`LiveText`; once closed it is a :class:`FoldedText`
+    (its picture), Markdown again when used. Pieces arriving faster than
+    :data:`STREAM_INTERVAL` are written to the stream together.
     """
 
     HELP = """\
