@@ -23,6 +23,8 @@ EXACT_BELOW = 250_000
 #: before exact rescoring. tests/bench/search.py measured recall 0.90-1.00 at 160x on 100k.
 RESCORE_FACTOR = 160
 RESCORE_MIN = 4_000
+#: Room the matrix's buffer makes when it grows, as a share of the rows it then holds.
+GROWTH = 1.25
 
 
 class VectorMirror:
@@ -33,6 +35,7 @@ class VectorMirror:
         self._lock = threading.Lock()
         self._ids = np.zeros(0, dtype=np.int64)
         self._matrix = np.zeros((0, dims), dtype=np.float32)
+        self._buffer = self._matrix  # ``_matrix`` is its first rows (see ``_append_pending``)
         self._bits = np.zeros((0, (dims + 63) // 64), dtype=np.uint64)
         self._mean = np.zeros(dims, dtype=np.float32)
         self._row_of: dict[int, int] = {}
@@ -142,6 +145,9 @@ class VectorMirror:
         dead_share = self._dead.sum() / max(1, len(self._dead))
         if not self._pending_ids and dead_share < 0.2:
             return
+        if dead_share < 0.2 and len(self._ids):
+            self._append_pending()
+            return
         alive = ~self._dead
         ids = np.concatenate([self._ids[alive], np.asarray(self._pending_ids, dtype=np.int64)])
         pending = (
@@ -154,12 +160,37 @@ class VectorMirror:
         self._pending_vecs.clear()
         self._install(ids, matrix, recenter=len(self._ids) == 0)
 
+    def _append_pending(self) -> None:
+        """Add the pending vectors after the rows there are (which stay where they are).
+
+        Rebuilding the whole mirror for each batch an index write adds copied the matrix twice,
+        packed every row's bits again and re-made the id map: at 10k vectors, tens of ms in C
+        calls that hold the GIL, which the UI thread waited out while a log was indexed. The
+        matrix lives in a buffer with room to grow: the rows are written into it, and a
+        reader's view of the rows before them is untouched.
+        """
+        pending = np.stack(self._pending_vecs).astype(np.float32, copy=False)
+        start, end = len(self._ids), len(self._ids) + len(pending)
+        if end > len(self._buffer):
+            grown = np.empty((max(end, int(end * GROWTH)), self.dims), dtype=np.float32)
+            grown[:start] = self._matrix
+            self._buffer = grown
+        self._buffer[start:end] = pending
+        self._matrix = self._buffer[:end]
+        self._ids = np.concatenate([self._ids, np.asarray(self._pending_ids, dtype=np.int64)])
+        self._bits = np.concatenate([self._bits, _sign_bits(pending, self._mean)])
+        self._dead = np.concatenate([self._dead, np.zeros(len(pending), dtype=bool)])
+        self._row_of.update(zip(self._pending_ids, range(start, end), strict=True))
+        self._pending_ids.clear()
+        self._pending_vecs.clear()
+
     def _install(self, ids: np.ndarray, matrix: np.ndarray, *, recenter: bool) -> None:
         if recenter and len(matrix):
             # Signs of raw sentence embeddings are skewed; centring first makes the bits informative.
             self._mean = matrix.mean(axis=0).astype(np.float32)
         self._ids = ids
-        self._matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self._buffer = np.ascontiguousarray(matrix, dtype=np.float32)
+        self._matrix = self._buffer
         self._bits = _sign_bits(self._matrix, self._mean)
         self._dead = np.zeros(len(ids), dtype=bool)
         self._row_of = {int(i): r for r, i in enumerate(ids)}

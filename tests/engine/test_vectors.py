@@ -1,0 +1,86 @@
+"""The in-RAM vector mirror answers as an exact scan over the vectors it was given, whatever
+the order of writes, removals and searches (rows appended in place, or the mirror rebuilt)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tui.engine.vectors import VectorMirror
+
+DIMS = 16
+
+
+def unit(rng: np.random.Generator, rows: int) -> np.ndarray:
+    vectors = rng.standard_normal((rows, DIMS)).astype(np.float32)
+    norms: np.ndarray = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / norms
+
+
+def scan(truth: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
+    """The ``k`` nearest ids by an exact scan over ``truth``."""
+    ranked = sorted(truth, key=lambda i: (-float(truth[i] @ query), i))
+    return ranked[:k]
+
+
+def test_knn_matches_an_exact_scan_through_appends_removals_and_rebuilds() -> None:
+    rng = np.random.default_rng(7)
+    mirror = VectorMirror(DIMS)
+    start = unit(rng, 200)
+    mirror.load(np.arange(200), start)
+    truth = {i: start[i] for i in range(200)}
+    next_id = 200
+    views = []
+    for step in range(40):
+        if step % 3 == 0:  # a batch of new chunks (appended in place)
+            batch = unit(rng, int(rng.integers(1, 40)))
+            ids = list(range(next_id, next_id + len(batch)))
+            next_id += len(batch)
+            mirror.upsert(ids, batch)
+            truth.update(zip(ids, batch, strict=True))
+        elif step % 3 == 1:  # chunks rewritten (their old rows die) and some deleted
+            changed = [int(i) for i in rng.choice(sorted(truth), 5, replace=False)]
+            vectors = unit(rng, 5)
+            mirror.upsert(changed, vectors)
+            truth.update(zip(changed, vectors, strict=True))
+            gone = [int(i) for i in rng.choice(sorted(truth), 8, replace=False)]
+            mirror.remove(gone)
+            for chunk_id in gone:
+                del truth[chunk_id]
+        query = unit(rng, 1)[0]
+        found = mirror.knn(query, 10, exact=True)
+        assert [chunk_id for chunk_id, _ in found] == scan(truth, query, 10), f"step {step}"
+        for chunk_id, score in found:
+            assert abs(score - float(truth[chunk_id] @ query)) < 1e-5
+        assert len(mirror) == len(truth)
+        views.append((query, mirror.knn(query, 5, exact=True)))
+    stored = mirror.vectors_for(truth)
+    assert stored.keys() == truth.keys()
+    for chunk_id, vector in stored.items():
+        np.testing.assert_array_equal(vector, truth[chunk_id])
+    above = {chunk_id for chunk_id, _ in mirror.above(views[-1][0], 0.3)}
+    assert above == {i for i, v in truth.items() if float(v @ views[-1][0]) >= 0.3}
+
+
+def test_appended_rows_leave_a_reader_s_earlier_view_as_it_was() -> None:
+    rng = np.random.default_rng(3)
+    mirror = VectorMirror(DIMS)
+    mirror.load(np.arange(50), unit(rng, 50))
+    mirror.upsert(range(50, 60), unit(rng, 10))
+    mirror.knn(unit(rng, 1)[0], 3)  # merged: the buffer now has room
+    before = mirror._matrix
+    frozen = before.copy()
+    mirror.upsert(range(60, 62), unit(rng, 2))
+    mirror.knn(unit(rng, 1)[0], 3)
+    np.testing.assert_array_equal(before, frozen)
+    assert len(mirror._matrix) == 62
+    assert np.shares_memory(mirror._matrix, before), "the rows there were were copied"
+
+
+def test_sign_bit_preselection_finds_appended_rows() -> None:
+    rng = np.random.default_rng(11)
+    mirror = VectorMirror(DIMS)
+    mirror.load(np.arange(500), unit(rng, 500))
+    target = unit(rng, 1)
+    mirror.upsert([999], target)
+    found = mirror.knn(target[0], 1, exact=False)
+    assert found[0][0] == 999 and abs(found[0][1] - 1.0) < 1e-5
