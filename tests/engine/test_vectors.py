@@ -12,8 +12,8 @@ DIMS = 16
 
 def unit(rng: np.random.Generator, rows: int) -> np.ndarray:
     vectors = rng.standard_normal((rows, DIMS)).astype(np.float32)
-    norms: np.ndarray = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / norms
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
 
 
 def scan(truth: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
