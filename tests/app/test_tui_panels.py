@@ -205,6 +205,29 @@ async def test_a_burst_of_keystrokes_is_coalesced_into_one_rebuild(engine: Memor
         assert panel._previews.latest - before <= 2
 
 
+async def test_a_rebuilt_preview_that_shows_the_same_is_not_drawn_again(
+    engine: MemoryEngine,
+) -> None:
+    app = PanelHost(lambda: InjectionPanel(engine, now=NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(InjectionPanel)
+        await wait_until(pilot, lambda: panel.injection is not None, "the first preview")
+        block = panel.query_one("#inject-block", Static)
+        shown = block.content
+        first = panel.injection
+        panel.index_changed(["memory/2026-11-20.md"])  # an index change: the same block again
+        await wait_until(pilot, lambda: panel.injection is not first, "the rebuilt preview")
+        assert block.content is shown, "the same block was given to the Static again"
+        panel.preview("where should we stay in Lisbon?")
+        await wait_until(
+            pilot,
+            lambda: panel.injection is not None and "Alfama" in panel.injection.text,
+            "another preview",
+        )
+        assert block.content is not shown
+        assert "Alfama" in text_of(block)
+
+
 async def test_the_preview_explains_what_was_cut(engine: MemoryEngine) -> None:
     app = PanelHost(lambda: InjectionPanel(engine, budget=40, now=NOW))
     async with app.run_test(size=SIZE) as pilot:

@@ -192,6 +192,7 @@ updated as you type (long-term memory first, then relevant memories found for yo
         self._last_start = float("-inf")
         #: The past turn shown instead of the live preview (ctrl+o), until the draft changes.
         self.turn: TurnInjection | None = None
+        self._shown: dict[str, Text] = {}  # what each Static shows (see ``_show``)
 
     def compose(self) -> ComposeResult:
         yield Static("building…", id="inject-budget")
@@ -265,9 +266,9 @@ updated as you type (long-term memory first, then relevant memories found for yo
 
     def _render_injection(self, injection: Injection) -> None:
         report = injection.report
-        self.query_one("#inject-budget", Static).update(describe_budget(report))
+        self._show("inject-budget", describe_budget(report))
         block = injection.text or "(nothing to inject: MEMORY.md is empty and no memory matched)"
-        self.query_one("#inject-block", Static).update(render_block(block))
+        self._show("inject-block", render_block(block))
         self._show_items(describe_items(report, injection.results, self.origins))
         self.find_origins(item.location for item in report.included if item.kind == "relevant")
 
@@ -314,9 +315,9 @@ updated as you type (long-term memory first, then relevant memories found for yo
         asked = " ".join(turn.user_text.split())
         title.append(f"“{asked[:40]}{'…' if len(asked) > 40 else ''}” injected ")
         title.append_text(describe_budget(report))
-        self.query_one("#inject-budget", Static).update(title)
+        self._show("inject-budget", title)
         block = turn.text or "(this turn injected nothing)"
-        self.query_one("#inject-block", Static).update(render_block(block))
+        self._show("inject-block", render_block(block))
         self._show_items(self._turn_rows(turn))
         self.find_origins(result.location for result in turn.results)
         if turn.results:  # the cursor on the first memory: Enter opens it
@@ -338,7 +339,15 @@ updated as you type (long-term memory first, then relevant memories found for yo
         return rows + cut_rows(InjectionReport.from_json(turn.report))
 
     def show_error(self, message: str) -> None:
-        self.query_one("#inject-budget", Static).update(Text(message, style="bold red"))
+        self._show("inject-budget", Text(message, style="bold red"))
+
+    def _show(self, static_id: str, text: Text) -> None:
+        """Show ``text`` in a Static of the panel, unless it shows it already: an index change
+        rebuilds the preview, mostly to the same block, and a long block costs a frame's
+        worth of wrapping and drawing."""
+        if self._shown.get(static_id) != text:
+            self._shown[static_id] = text
+            self.query_one(f"#{static_id}", Static).update(text)
 
 
 def origin_sessions(origins: Origins) -> dict[str, str]:
