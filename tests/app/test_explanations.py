@@ -155,6 +155,31 @@ async def test_a_query_typed_in_search_survives_a_sent_message(
         assert search.query_text == "bike brake"
 
 
+async def test_the_search_a_turn_asks_for_runs_when_its_tab_is_shown(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    server.enqueue(FakeOpenAI.text("Noted."))
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panels = app.main_screen.memory_panels
+        search = panels.search_panel
+        searches = search._searches.latest
+        await send(pilot, "which hotels in Lisbon did I look at?")
+        await wait_until(pilot, lambda: search.query_text.startswith("which hotels"), "followed")
+        await pilot.pause(0.3)
+        assert not search.region, "the Search tab is behind another"
+        assert search._searches.latest == searches, "searched for a tab nobody sees"
+        panels.show_tab("search")
+        await wait_until(
+            pilot,
+            lambda: search.response is not None
+            and search.response.query.startswith("which hotels"),
+            "the search once its tab is shown",
+        )
+        assert search._searches.latest == searches + 1
+
+
 async def test_switching_sessions_leaves_the_other_session_s_why(
     engine: ChatEngine, server: FakeOpenAI
 ) -> None:

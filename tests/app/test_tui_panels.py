@@ -437,6 +437,7 @@ async def test_editing_and_saving_memory_changes_search_results(engine: MemoryEn
         await wait_until(pilot, lambda: not editor.is_dirty, "the save")
         assert "sea kayaking in Norway" in engine.workspace.memory_file.read_text()
 
+        panels.show_tab("search")  # (a hidden Search tab searches again when shown)
         await wait_until(
             pilot,
             lambda: (

@@ -343,6 +343,8 @@ another tab in this session.
             self.chosen_tab = pane_id  # a click on a tab, or a key of the tabs themselves
         if pane_id == "history":  # (its Show event can come late under load)
             self.history_panel.activated()
+        elif pane_id == "search":
+            self.search_panel.activated()
         self.post_message(self.TabShown(pane_id, TABS.get(pane_id, pane_id)))
 
     @on(OpenEntry)

@@ -244,6 +244,7 @@ How the score is computed:
         self._searches = Requests()
         self._context_reads = Requests()
         self._debounce: Timer | None = None
+        self._search_when_shown = False  # a search was asked for while hidden
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search memory…", id="search-query")
@@ -271,11 +272,26 @@ How the score is computed:
             self.set_query(text)
 
     def run_search(self) -> None:
-        """Search for the query in the box now (cancels a pending or running search)."""
+        """Search for the query in the box now (cancels a pending or running search); while
+        the panel is hidden (another tab is in front), once it is shown (:meth:`activated`):
+        a search that nobody sees took the GIL from the UI at each turn and index change."""
         if self._debounce is not None:
             self._debounce.stop()
             self._debounce = None
+        if not self.region:
+            self._search_when_shown = True
+            return
+        self._search_when_shown = False
         self._search(self.query_text, self._searches.new())
+
+    def on_show(self) -> None:
+        self.activated()
+
+    def activated(self) -> None:
+        """The panel is shown (its tab was activated): run the search asked for meanwhile."""
+        if self._search_when_shown:
+            self._search_when_shown = False
+            self._search(self.query_text, self._searches.new())
 
     def index_changed(self, paths: list[str]) -> None:
         """Memory changed: re-run the current query so scores and lines follow."""
