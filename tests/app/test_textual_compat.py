@@ -110,6 +110,23 @@ async def test_a_screen_started_offstage_holds_widgets_and_draws_them_as_a_shown
     assert not offstage.is_running, "closed with the app"
 
 
+def test_a_container_changed_with_its_children_does_not_draw_far_regions_in() -> None:
+    """A turn's start: the header, the session list and the chat pane changed, the chat pane
+    with its messages and their parts inside it; the side panel on the right did not."""
+    header, sessions = Region(0, 0, 160, 1), Region(0, 2, 25, 45)
+    chat = Region(26, 1, 67, 46)
+    inside_chat = [Region(26, 1, 67, 42), Region(26, 1, 66, 41), Region(28, 7, 63, 23)]
+    inside_chat += [Region(28, 1, 63, 6), Region(28, 30, 63, 11), Region(92, 1, 1, 42)]
+    boxes = compat._boxes([header, *inside_chat, sessions, chat])
+    covered = {(x, y) for box in boxes for x in range(box.x, box.right) for y in box.line_range}
+    changed = [header, sessions, chat]
+    assert all(
+        (x, y) in covered for r in changed for x in range(r.x, r.right) for y in r.line_range
+    )
+    side_panel = Region(94, 2, 66, 45)
+    assert not any(box.overlaps(side_panel) for box in boxes), boxes
+
+
 async def test_notices_are_toasts_in_a_rack_the_screen_css_can_name() -> None:
     app = App[None]()
     async with app.run_test(size=(60, 12), notifications=True) as pilot:

@@ -234,7 +234,7 @@ def _boxes(regions: list[Region]) -> list[Region]:
     if len(regions) > REPAINT_REGIONS:
         return [Region.from_union(regions)]
     boxes: list[tuple[Region, int]] = []  # a box, and the area of what it holds
-    for region in regions:
+    for region in _outermost(regions):
         box, area = region, region.area
         merged = True
         while merged:  # a grown box may now take in another
@@ -254,6 +254,18 @@ def _boxes(regions: list[Region]) -> list[Region]:
             del boxes[b], boxes[a]
             boxes.append((box_a.union(box_b), area_a + area_b))
     return [box for box, _ in boxes]
+
+
+def _outermost(regions: list[Region]) -> list[Region]:
+    """``regions`` without those inside another: a container that changed with its children
+    (a chat message and its parts) counted their areas over and over, so that what a box
+    held looked several times its size and a box took in far regions (the whole screen
+    repainted at a turn's start, the side panel that had not changed included)."""
+    kept: list[Region] = []
+    for region in sorted(regions, key=lambda region: region.area, reverse=True):
+        if not any(outer.contains_region(region) for outer in kept):
+            kept.append(region)
+    return kept
 
 
 def _growth(one: Region, other: Region) -> int:
