@@ -67,11 +67,14 @@ async def test_a_streamed_code_block_s_lexer_is_built_in_a_thread_before_it_is_d
     async with app.run_test(size=(70, 30)) as pilot:
         message = ChatMessage("assistant")
         await app.query_one("#log", VerticalScroll).mount(message)
-        for piece in ["Here:\n\n``", "`kot", "lin\nfun main() {}\n", "```\n"]:
-            await message.append_text(piece)
+        pieces = ["Here:\n\n``", "`kot", "lin\nfun main() {}\n", "```\n"]
+        await message.append_text(pieces[0])
         (live,) = message.text_parts()
         assert isinstance(live, LiveText) and isinstance(live.markdown, ChatMarkdown)
-        await wait_until(pilot, lambda: live.source.endswith("```\n"), "the last write")
+        for piece in pieces[1:]:
+            await message.append_text(piece)
+        whole = "".join(pieces)
+        await wait_until(pilot, lambda: live.drawn_source == whole, "the last append drawn")
         assert ("KotlinLexer", False) in built_on
         assert ("KotlinLexer", True) not in built_on, "built on the event loop"
         (fence,) = live.markdown.query(ChatFence)

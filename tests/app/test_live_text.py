@@ -50,8 +50,7 @@ async def streamed_to(pilot: Pilot[Any], message: ChatMessage, end: int) -> Live
     await message.append_text(ANSWER[len(message.text) : end])
     (live,) = message.text_parts()
     assert isinstance(live, LiveText)
-    await wait_until(pilot, lambda: live.source == ANSWER[:end], "the write")
-    await pilot.pause()
+    await wait_until(pilot, lambda: live.drawn_source == ANSWER[:end], "the write drawn")
     return live
 
 

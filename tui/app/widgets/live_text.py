@@ -36,6 +36,8 @@ class LiveText(Widget):
         self.markdown = ChatMarkdown()
         self.markdown.on_appended = self.redraw
         self.picture: list[Strip] = []
+        #: The Markdown the picture shows (the source of the last append drawn).
+        self.drawn_source = ""
         self._picture_width = 0
 
     @property
@@ -59,6 +61,7 @@ class LiveText(Widget):
         picture = stage.picture(self.markdown, width, background, self.colors[3])
         grew = len(picture) != len(self.picture)
         self.picture = picture
+        self.drawn_source = self.markdown.source
         self._picture_width = width
         self.refresh(layout=grew)
 
