@@ -241,9 +241,7 @@ file (marked superseded), and what they saved to memory stays.
             self._initial_parts.append(ChatMarkdown(text))
         self._meta_text = meta
         self._stream: MarkdownStream | None = None
-        self._segment: ChatMarkdown | None = None  # the open segment's Markdown (on the stage)
-        self._live: LiveText | None = None  # what draws it here
-        self._rendering_again: ChatMarkdown | None = None  # the segment being rendered once more
+        self._live: LiveText | None = None  # the open segment (its Markdown on the stage)
         self._leaving: set[Widget] = set()  # parts being swapped out
         self._segment_text = ""
         self._pending = ""
@@ -271,8 +269,9 @@ file (marked superseded), and what they saved to memory stays.
         return list(self._tool_calls.values())
 
     def finished_part(self, part: Widget) -> bool:
-        """True if ``part`` is a child no longer written to (not the open text segment)."""
-        return part.parent is self and part not in (self._segment, self._rendering_again)
+        """True if ``part`` is a child no longer written to (the open segment's Markdown is on
+        the stage, never a child)."""
+        return part.parent is self
 
     def text_parts(self) -> list[Markdown | FoldedText | LiveText]:
         """The text segments in order, folded and open ones included (not those being swapped
@@ -340,13 +339,12 @@ file (marked superseded), and what they saved to memory stays.
     async def _append(self, delta: str) -> None:
         if not delta:
             return
-        if self._segment is None:
+        if self._live is None:
             live = self._live = LiveText()
-            self._segment = live.markdown
             self._segment_text = ""
             await self._mount_part(live)
             await live.stage()
-            self._stream = Markdown.get_stream(self._segment)
+            self._stream = Markdown.get_stream(live.markdown)
         self._segment_text += delta
         self.text += delta
         self._pending += delta
@@ -358,7 +356,7 @@ file (marked superseded), and what they saved to memory stays.
 
     def _write_interval(self) -> float:
         """Seconds between writes: :data:`STREAM_INTERVAL`, more when appends get slow."""
-        cost = self._segment.last_append_seconds if self._segment is not None else 0.0
+        cost = self._live.markdown.last_append_seconds if self._live is not None else 0.0
         return min(STREAM_MAX_INTERVAL, max(STREAM_INTERVAL, STREAM_COST_FACTOR * cost))
 
     async def _write_pending(self) -> None:
@@ -376,26 +374,22 @@ file (marked superseded), and what they saved to memory stays.
         if the streamed blocks are not those of the whole text (a streamed partial block can
         leave the incremental parser in a stale state)."""
         await self._write_pending()
-        stream, segment = self._stream, self._segment
+        stream, live = self._stream, self._live
         self._stream = None
-        self._segment = None
-        self._rendering_again = segment
-        try:
-            if stream is not None:
-                await stream.stop()
-            if segment is not None:
-                # Stopping cancels the stream's task but not the write it had under way (Textual
-                # shields it): that write ends first, or the segment looks unfinished and is
-                # rendered again, whole (the costliest tick of a stream ending in a new block).
-                async with segment.lock:
-                    pass
-                if not segment.shows(self._segment_text):
-                    await segment.update(self._segment_text)
-        finally:
-            self._rendering_again = None
-        live, self._live = self._live, None
-        if live is not None and live.parent is self:
-            await self._settle(live)
+        self._live = None
+        if stream is not None:
+            await stream.stop()
+        if live is not None:
+            segment = live.markdown
+            # Stopping cancels the stream's task but not the write it had under way (Textual
+            # shields it): that write ends first, or the segment looks unfinished and is
+            # rendered again, whole (the costliest tick of a stream ending in a new block).
+            async with segment.lock:
+                pass
+            if not segment.shows(self._segment_text):
+                await segment.update(self._segment_text)
+            if live.parent is self:
+                await self._settle(live)
 
     async def _settle(self, live: LiveText) -> None:
         """Put a closed segment's final picture in its place (a :class:`FoldedText`, which
