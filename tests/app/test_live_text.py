@@ -28,10 +28,10 @@ ANSWER = (
 
 @pytest.fixture
 async def host() -> Any:
-    """A chat message alone in a scrolling log, in a small app."""
+    """The pilot of a small app, and its one chat message (alone in a scrolling log)."""
     app = PanelHost(lambda: VerticalScroll(ChatMessage("assistant")))
     async with app.run_test(size=(60, 50)) as pilot:
-        yield app, pilot
+        yield pilot, app.query_one(ChatMessage)
 
 
 async def in_place(pilot: Pilot[Any], message: ChatMessage, source: str) -> list[Strip]:
@@ -56,10 +56,9 @@ async def streamed_to(pilot: Pilot[Any], message: ChatMessage, end: int) -> Live
 
 @pytest.mark.parametrize("focused", [False, True], ids=["plain", "focused"])
 async def test_the_open_segment_draws_as_its_markdown_would_in_the_message(
-    host: tuple[PanelHost, Pilot[Any]], focused: bool
+    host: tuple[Pilot[Any], ChatMessage], focused: bool
 ) -> None:
-    app, pilot = host
-    message = app.query_one(ChatMessage)
+    pilot, message = host
     if focused:
         message.focus()  # another background under the text
     for end in (9, 80, 150, 190, len(ANSWER)):
@@ -74,10 +73,9 @@ async def test_the_open_segment_draws_as_its_markdown_would_in_the_message(
 
 
 async def test_a_closed_segment_becomes_a_picture_and_leaves_the_stage(
-    host: tuple[PanelHost, Pilot[Any]],
+    host: tuple[Pilot[Any], ChatMessage],
 ) -> None:
-    app, pilot = host
-    message = app.query_one(ChatMessage)
+    pilot, message = host
     live = await streamed_to(pilot, message, len(ANSWER))
     stage = live.markdown.screen
     await message.finish()
@@ -91,10 +89,9 @@ async def test_a_closed_segment_becomes_a_picture_and_leaves_the_stage(
 
 
 async def test_a_message_removed_while_it_streams_leaves_nothing_on_the_stage(
-    host: tuple[PanelHost, Pilot[Any]],
+    host: tuple[Pilot[Any], ChatMessage],
 ) -> None:
-    app, pilot = host
-    message = app.query_one(ChatMessage)
+    pilot, message = host
     live = await streamed_to(pilot, message, 80)
     stage = live.markdown.screen
     assert list(stage.children) == [live.markdown]
@@ -103,10 +100,9 @@ async def test_a_message_removed_while_it_streams_leaves_nothing_on_the_stage(
 
 
 async def test_the_open_segment_is_drawn_again_at_a_new_width(
-    host: tuple[PanelHost, Pilot[Any]],
+    host: tuple[Pilot[Any], ChatMessage],
 ) -> None:
-    app, pilot = host
-    message = app.query_one(ChatMessage)
+    pilot, message = host
     live = await streamed_to(pilot, message, 150)
     narrow = live.picture
     await pilot.resize_terminal(40, 50)

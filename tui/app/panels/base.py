@@ -133,6 +133,13 @@ class EnginePanel(Widget):
     def index_changed(self, paths: list[str]) -> None:
         """Memory files changed (``paths``, workspace-relative; empty means "anything"): refresh."""
 
+    def on_show(self) -> None:
+        self.activated()
+
+    def activated(self) -> None:
+        """The panel is shown (its tab was activated; its Show event can come late under
+        load): do what waited for it to be seen."""
+
     def find_origins(self, locations: Iterable[str]) -> None:
         """Look up where the memories at ``locations`` (``path#Lx-y``) came from, in a worker
         (blame can take 100s of ms); :meth:`origins_found` is called with them."""

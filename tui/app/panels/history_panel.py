@@ -191,9 +191,6 @@ repository: `git log -p` shows the same.
         if self.region:
             self.activated()
 
-    def on_show(self) -> None:
-        self.activated()
-
     def activated(self) -> None:
         """The panel is shown (its tab was activated): read the history if memory changed
         since it was last read."""

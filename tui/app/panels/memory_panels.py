@@ -341,10 +341,8 @@ another tab in this session.
             self._auto_tab = None
         else:
             self.chosen_tab = pane_id  # a click on a tab, or a key of the tabs themselves
-        if pane_id == "history":  # (its Show event can come late under load)
-            self.history_panel.activated()
-        elif pane_id == "search":
-            self.search_panel.activated()
+        for panel in event.pane.query_children(EnginePanel):
+            panel.activated()
         self.post_message(self.TabShown(pane_id, TABS.get(pane_id, pane_id)))
 
     @on(OpenEntry)

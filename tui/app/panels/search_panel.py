@@ -284,9 +284,6 @@ How the score is computed:
         self._search_when_shown = False
         self._search(self.query_text, self._searches.new())
 
-    def on_show(self) -> None:
-        self.activated()
-
     def activated(self) -> None:
         """The panel is shown (its tab was activated): run the search asked for meanwhile."""
         if self._search_when_shown:
