@@ -3,9 +3,11 @@ the order of writes, removals and searches (rows appended in place, or the mirro
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-from tui.engine.vectors import VectorMirror
+from tui.engine.vectors import SPLIT_FROM, VectorMirror
 
 DIMS = 16
 
@@ -84,3 +86,23 @@ def test_sign_bit_preselection_finds_appended_rows() -> None:
     mirror.upsert([999], target)
     found = mirror.knn(target[0], 1, exact=False)
     assert found[0][0] == 999 and abs(found[0][1] - 1.0) < 1e-5
+
+
+def test_a_large_mirror_s_product_split_in_two_answers_as_one_product() -> None:
+    rng = np.random.default_rng(5)
+    rows = SPLIT_FROM * 2 + 37  # halves of unequal blocks
+    vectors = unit(rng, rows)
+    mirror = VectorMirror(DIMS)
+    mirror.load(np.arange(rows), vectors)
+    mirror.remove([3, rows - 1])
+    alive = {i: vectors[i] for i in range(rows) if i not in (3, rows - 1)}
+    for _ in range(5):
+        query = unit(rng, 1)[0]
+        found = mirror.knn(query, 24, exact=True)
+        assert [chunk_id for chunk_id, _ in found] == scan(alive, query, 24)
+        whole = vectors @ query
+        for chunk_id, score in found:
+            assert abs(score - float(whole[chunk_id])) < 1e-5
+        above = {chunk_id for chunk_id, _ in mirror.above(query, 0.5)}
+        assert above == {i for i in alive if whole[i] >= 0.5}
+    assert any(t.name.startswith("memdeck-knn") for t in threading.enumerate())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -25,6 +26,13 @@ RESCORE_FACTOR = 160
 RESCORE_MIN = 4_000
 #: Room the matrix's buffer makes when it grows, as a share of the rows it then holds.
 GROWTH = 1.25
+#: From this many vectors a query's exact product is computed in two halves, the second on a
+#: worker thread: it reads the whole matrix, and one core's memory bandwidth bounds it (10k
+#: vectors: 1.57 -> 0.91 ms of wall time for 0.07 ms more CPU, with one BLAS thread).
+SPLIT_FROM = 4_096
+
+_second_half: ThreadPoolExecutor | None = None
+_second_half_lock = threading.Lock()
 
 
 class VectorMirror:
@@ -95,9 +103,7 @@ class VectorMirror:
         query = np.asarray(query, dtype=np.float32)
         use_exact = exact if exact is not None else n < EXACT_BELOW
         if use_exact:
-            scores = (
-                matrix @ query
-            )  # no fancy indexing: a copy of the matrix costs more than the product
+            scores = _products(matrix, query)  # no fancy indexing: a copy costs more
             rows = None
         else:
             q_bits = _sign_bits((query - mean)[None, :])[0]
@@ -124,7 +130,7 @@ class VectorMirror:
             matrix, ids, dead = self._matrix, self._ids, self._dead
         if len(ids) == 0:
             return []
-        scores = matrix @ np.asarray(query, dtype=np.float32)
+        scores = _products(matrix, np.asarray(query, dtype=np.float32))
         scores[dead] = -np.inf
         rows = np.nonzero(scores >= threshold)[0]
         rows = rows[np.argsort(-scores[rows])]
@@ -194,6 +200,24 @@ class VectorMirror:
         self._bits = _sign_bits(self._matrix, self._mean)
         self._dead = np.zeros(len(ids), dtype=bool)
         self._row_of = {int(i): r for r, i in enumerate(ids)}
+
+
+def _products(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query``; from :data:`SPLIT_FROM` rows, half of it on a worker thread (numpy
+    lets go of the GIL for the product)."""
+    global _second_half
+    out = np.empty(len(matrix), dtype=np.float32)
+    if len(matrix) < SPLIT_FROM:
+        return np.matmul(matrix, query, out=out)
+    with _second_half_lock:
+        if _second_half is None:
+            _second_half = ThreadPoolExecutor(1, thread_name_prefix="memdeck-knn")
+        worker = _second_half
+    half = len(matrix) // 2
+    later = worker.submit(np.matmul, matrix[half:], query, out=out[half:])
+    np.matmul(matrix[:half], query, out=out[:half])
+    later.result()
+    return out
 
 
 def _sign_bits(matrix: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
