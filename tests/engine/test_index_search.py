@@ -438,3 +438,21 @@ def test_a_big_index_leaves_a_query_of_common_words_to_the_vectors(
     assert response.mode == "hybrid" and "Lisbon" in response.results[0].text
     monkeypatch.setattr(index_text, "SKIP_COMMON_FROM_CHUNKS", 10_000)  # a small index
     assert index.fts_candidates("trip Lisbon", 5, vectors_ran=True)
+
+
+def test_a_query_s_new_words_are_counted_in_one_statement(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tui.engine.index_text as index_text
+
+    monkeypatch.setattr(index_text, "MIN_CHUNKS_TO_PRUNE", 1)  # word shares decide the terms
+    index = engine.index
+    statements: list[str] = []
+    index._reader().set_trace_callback(statements.append)
+    try:
+        index.fts_candidates("quarterly Lisbon trip budget review", 5)
+    finally:
+        index._reader().set_trace_callback(None)
+    counted = [s for s in statements if "chunks_vocab" in s]
+    assert len(counted) == 1, counted  # four words, four lookups before
+    assert all(index._doc_shares.get((w,)) is not None for w in ("quarterly", "lisbon", "trip"))

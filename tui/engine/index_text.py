@@ -111,7 +111,11 @@ class FullTextReads:
 
     def _match(self, query: str, vectors_ran: bool) -> str | None:
         """The MATCH expression of ``query`` (None: nothing worth searching)."""
-        skip_common = vectors_ran and self._term_docs(()) >= SKIP_COMMON_FROM_CHUNKS
+        total = self._term_docs(())
+        skip_common = vectors_ran and total >= SKIP_COMMON_FROM_CHUNKS
+        words = [term[0] for term in query_terms(query) if len(term) == 1]
+        if total >= MIN_CHUNKS_TO_PRUNE and len(words) > 1:
+            self.doc_counts(words)  # words not seen yet: one statement, not four for each
         return build_match_query(query, self._doc_share, skip_common=skip_common)
 
     def _term_docs(self, term: tuple[str, ...]) -> int:
