@@ -36,14 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="passes over the questions")
     args = parser.parse_args(argv)
 
+    from tui.engine.heap import tune_process
+
+    tune_process()  # before numpy loads (locomo imports it), as the entry point does
+
     from locomo import DEFAULT_DATA, load_conversations, write_workspace
 
     from tui.engine.embeddings import Embedder
     from tui.engine.engine import MemoryEngine
-    from tui.engine.heap import tune_process
     from tui.engine.search import search
 
-    tune_process()
     conv = next(c for c in load_conversations(DEFAULT_DATA) if c.sample_id == args.conversation)
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
