@@ -174,8 +174,8 @@ def test_concurrent_load_is_idempotent() -> None:
 
 
 def test_model_threads_rest_between_embeddings() -> None:
-    """The model's threads spin during a run but stop when it returns: left spinning, they
-    burnt ~50 ms of CPU after every query (measured: 49 ms in this half-second, 0.1 now)."""
+    """The model's threads do not spin once a run returns: left spinning, they burnt ~50 ms
+    of CPU after every query (measured: 49 ms in this half-second, 0.1 now)."""
     emb = Embedder(threads=2)
     for _ in range(4):
         emb.embed_query("warm the model's thread pool")
