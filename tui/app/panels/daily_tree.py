@@ -450,7 +450,8 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         self._view_when_shown = None
         self._show_view(message)
 
-    def on_show(self) -> None:
+    def activated(self) -> None:
+        """The panel is shown (its tab was activated): render the read held meanwhile."""
         self._show_held_view()
 
     def _show_held_view(self) -> None:
