@@ -187,19 +187,37 @@ def _thread_cpu_ticks() -> dict[str, int]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
 def test_model_threads_rest_between_embeddings() -> None:
-    """The model's threads do not spin once a run returns: left spinning, they burnt ~50 ms
-    of CPU after every query (measured: 49 ms in this half-second, 0.1 now). Only the threads
+    """The threads that run a batch's other texts do not spin once a batch returns (ONNX
+    Runtime's own spinning threads burnt ~50 ms of CPU after every query). Only the threads
     the model started are counted: other tests may leave busy threads in this process."""
     before = set(_thread_cpu_ticks())
     emb = Embedder(threads=2)
     for _ in range(4):
-        emb.embed_query("warm the model's thread pool")
+        emb.embed(["warm the model's threads", "with a batch of two texts"])
     start = {t: n for t, n in _thread_cpu_ticks().items() if t not in before}
     time.sleep(0.5)
     end = _thread_cpu_ticks()
     assert start, "the model started no thread"
     used = sum(end.get(t, n) - n for t, n in start.items())
     assert used * 1000 / os.sysconf("SC_CLK_TCK") < 20
+
+
+def test_a_batch_split_across_threads_embeds_as_texts_one_by_one() -> None:
+    """A batch runs as groups of rows, one per thread, each cut to its own longest text:
+    every vector is the one its text gets alone (to float rounding), in input order."""
+    texts = [
+        "a short one",
+        " ".join(["a much longer text about the garden and its tomatoes"] * 12),
+        "the cat sat on the mat",
+        "what did Caroline say about the adoption agency last week?",
+        "x",
+    ]
+    split = Embedder(threads=3)
+    together = split.embed(texts)
+    assert split.parallel_runs == 3 and split._side_runs is not None
+    alone = np.stack([Embedder(threads=1).embed_query(t) for t in texts])
+    assert together.shape == (5, 384)
+    np.testing.assert_allclose(together, alone, atol=2e-5)
 
 
 def test_fingerprint_without_loading() -> None:
