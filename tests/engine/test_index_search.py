@@ -456,3 +456,49 @@ def test_a_query_s_new_words_are_counted_in_one_statement(
     counted = [s for s in statements if "chunks_vocab" in s]
     assert len(counted) == 1, counted  # four words, four lookups before
     assert all(index._doc_shares.get((w,)) is not None for w in ("quarterly", "lisbon", "trip"))
+
+
+def test_matches_ranked_once_answer_as_the_one_query_does(engine: MemoryEngine) -> None:
+    """A search ranks the full text while its vector is computed, and names its vector
+    candidates afterwards: those answers are the single query's, for any limit and names."""
+    index = engine.index
+    query = "the trip to Lisbon garden test in March"
+    every = index.fts_matches(query, None)
+    ids = [row[0] for row in every]
+    assert len(ids) >= 3
+    ranked = index.rank_matches(query)
+    assert ranked is not None
+    for limit in (None, 1, 2, 10):
+        for also in ((), ids[-1:], [ids[-1], 999_999], ids[1:]):
+            assert ranked.take(limit, also) == index.fts_matches(query, limit, also=also)
+    assert index.rank_matches("  ?! ") is None  # nothing worth searching
+    # ranking another query on this thread retires the first one's matches
+    assert index.rank_matches("watcher race condition") is not None
+    with pytest.raises(RuntimeError):
+        ranked.take(5)
+
+
+def test_a_search_ranks_the_text_before_it_waits_for_the_vector(engine: MemoryEngine) -> None:
+    from tui.engine.search import search
+
+    index = engine.index
+    query = "holiday travel to Portugal"
+    vector = engine.embedder.embed_query(query)
+    ranked_first: list[bool] = []
+
+    def when_ready() -> np.ndarray:
+        ranked_first.append(getattr(index._local, "ranks_fill", None) is not None)
+        return vector
+
+    index._local.ranks_fill = None
+    waited = search(index, query, when_ready, now=NOW)
+    given = search(index, query, vector, now=NOW)
+    assert ranked_first == [True]
+    assert waited.mode == given.mode == "hybrid"
+    assert [(r.path, r.score, r.breakdown) for r in waited.results] == [
+        (r.path, r.score, r.breakdown) for r in given.results
+    ]
+    failed = search(index, "Lisbon trip", lambda: None, now=NOW)
+    alone = search(index, "Lisbon trip", None, now=NOW)
+    assert failed.mode == alone.mode == "bm25" and failed.notes == alone.notes
+    assert [r.path for r in failed.results] == [r.path for r in alone.results]

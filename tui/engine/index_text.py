@@ -3,6 +3,7 @@ porter stems and idf, all counted by FTS5 itself so its stemming applies."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Sequence
@@ -22,6 +23,60 @@ _STEMS: dict[str, str] = {}
 MAX_STEMS = 50_000
 #: Chunk counts by term kept until the next text change (the cache starts over past this).
 MAX_TERM_COUNTS = 50_000
+
+
+#: Where :meth:`FullTextReads.rank_matches` holds a query's matches (one per connection).
+_RANKS = "temp.memdeck_text_ranks"
+_fills = itertools.count(1)
+
+#: A match: chunk id, bm25 rank, rank of its own words, rank of its context's.
+Match = tuple[int, float, float, float]
+
+
+def _rank_columns(context_weight: float) -> str:
+    """The ranks read of each match: ``rank`` (own words count 1, the context's
+    ``context_weight``), ``own`` and ``context`` (each alone)."""
+    return (
+        f"bm25(chunks_fts, 1.0, {float(context_weight)!r}) AS rank,"
+        " bm25(chunks_fts, 1.0, 0.0) AS own, bm25(chunks_fts, 0.0, 1.0) AS context"
+    )
+
+
+class RankedMatches:
+    """Every full-text match of one query, ranked, held in one connection's temp table until
+    that connection ranks another query: its best matches and those of chosen chunks, read
+    without evaluating the query again (so a search can rank the text while the query's
+    vector is computed, and name its vector candidates afterwards)."""
+
+    def __init__(self, conn: sqlite3.Connection, local: threading.local, fill: int) -> None:
+        self._conn = conn
+        self._local = local
+        self._fill = fill
+
+    def take(self, limit: int | None, also: Sequence[int] = ()) -> list[Match]:
+        """What :meth:`FullTextReads.fts_matches` answers: the matches among ``also`` (best
+        first), then the best ``limit`` others."""
+        if getattr(self._local, "ranks_fill", None) != self._fill:
+            raise RuntimeError("these matches were replaced by another query's on this thread")
+        columns = f"SELECT id, rank, own, context FROM {_RANKS}"
+        try:
+            wanted: list[Match] = (
+                self._conn.execute(
+                    f"{columns} WHERE id IN ({','.join('?' * len(also))}) ORDER BY rank", also
+                ).fetchall()
+                if also
+                else []
+            )
+            best = f"{columns} ORDER BY rank"
+            if limit is not None:
+                best += f" LIMIT {int(limit) + len(wanted)}"
+            others: list[Match] = self._conn.execute(best).fetchall()
+        except sqlite3.Error:  # the index file was replaced meanwhile (its readers closed)
+            return []
+        if wanted:
+            named = {row[0] for row in wanted}
+            others = [row for row in others if row[0] not in named]
+        return wanted + (others if limit is None else others[:limit])
 
 
 def _remember_stems(stems: dict[str, str]) -> None:
@@ -89,10 +144,9 @@ class FullTextReads:
         if also:
             order = f"rowid IN ({','.join('?' * len(also))}) DESC, rank"
             args.extend(also)
-        weights = f"1.0, {float(context_weight)!r}"
         sql = (
-            f"SELECT rowid, bm25(chunks_fts, {weights}) AS rank, bm25(chunks_fts, 1.0, 0.0),"
-            " bm25(chunks_fts, 0.0, 1.0) FROM chunks_fts WHERE chunks_fts MATCH ?"
+            f"SELECT rowid, {_rank_columns(context_weight)} FROM chunks_fts"
+            " WHERE chunks_fts MATCH ?"
             f" ORDER BY {order}"
         )
         if limit is not None:
@@ -108,6 +162,37 @@ class FullTextReads:
         wanted = set(also)
         others = [row for row in rows if row[0] not in wanted][:limit]
         return [row for row in rows if row[0] in wanted] + others
+
+    def rank_matches(
+        self, query: str, *, vectors_ran: bool = False, context_weight: float = 1.0
+    ) -> RankedMatches | None:
+        """Every full-text match of ``query`` ranked once, to be read by
+        :meth:`RankedMatches.take` (None: nothing worth searching). Arguments as for
+        :meth:`fts_matches`; the evaluation costs what one :meth:`fts_matches` costs."""
+        match = self._match(query, vectors_ran)
+        if match is None:
+            return None
+        conn = self._reader()
+        if getattr(self._local, "ranks_table", None) is not conn:
+            # In memory: the matches never reach a temp file outside the workspace.
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {_RANKS}"
+                " (id INTEGER PRIMARY KEY, rank REAL, own REAL, context REAL)"
+            )
+            self._local.ranks_table = conn
+        fill = next(_fills)
+        self._local.ranks_fill = fill
+        conn.execute(f"DELETE FROM {_RANKS}")
+        try:
+            conn.execute(
+                f"INSERT INTO {_RANKS} SELECT rowid, {_rank_columns(context_weight)}"
+                " FROM chunks_fts WHERE chunks_fts MATCH ?",
+                (match,),
+            )
+        except sqlite3.OperationalError:
+            return None
+        return RankedMatches(conn, self._local, fill)
 
     def _match(self, query: str, vectors_ran: bool) -> str | None:
         """The MATCH expression of ``query`` (None: nothing worth searching)."""

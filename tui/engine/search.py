@@ -17,11 +17,13 @@ in :mod:`.search_results` and importable from here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from .index import ChunkRow, MemoryIndex
+from .index_text import RankedMatches
 from .options import SearchOptions
 from .search_links import SUPERSEDED, update_links
 from .search_results import Breakdown as Breakdown
@@ -37,6 +39,9 @@ from .workspace import MEMORY_FILE
 
 if TYPE_CHECKING:  # numpy loads at the first search, not with the app
     import numpy as np
+
+#: A query's vector, or what waits for it (being computed meanwhile; None: it failed).
+QueryVector: TypeAlias = "np.ndarray | Callable[[], np.ndarray | None]"
 
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
@@ -118,7 +123,7 @@ def rrf_scores(
 def search(
     index: MemoryIndex,
     query: str,
-    query_vector: np.ndarray | None,
+    query_vector: QueryVector | None,
     options: SearchOptions = SearchOptions(),
     *,
     now: date | None = None,
@@ -129,6 +134,8 @@ def search(
     ``intent`` is what the question says about time (parsed here when not given); the words
     that named a time window are left out of the full-text query, since the window itself
     selects the entries (``query_vector`` should be of :func:`retrieval_text` likewise).
+    ``query_vector`` may be a callable that waits for the vector being computed: the full
+    text is ranked meanwhile. If it answers None, the search is BM25-only.
 
     A chunk passes ``min_score`` on its relevance or by containing every content word of the
     query (a keyword hit is never lost to the threshold). Stages: candidates (vector KNN, full
@@ -200,7 +207,7 @@ class _Pool:
 def _candidates(
     index: MemoryIndex,
     text_query: str,
-    query_vector: np.ndarray | None,
+    query_vector: QueryVector | None,
     intent: TimeIntent,
     options: SearchOptions,
     response: SearchResponse,
@@ -209,35 +216,42 @@ def _candidates(
     time window, with their rows (None when nothing matched)."""
     threshold_mode = options.threshold is not None
     size = max(1, options.max_results * options.candidate_multiplier)
-    vector_hits: dict[int, float] = {}
-    if query_vector is not None:
-        mirror = index.ensure_mirror()
-        if len(mirror) == 0:
-            response.mode = "bm25"
-            response.notes.append("no vectors indexed yet: BM25 only")
-            query_vector = None
-        elif options.threshold is not None:
-            vector_hits = dict(mirror.above(query_vector, options.threshold))
-        else:
-            vector_hits = dict(mirror.knn(query_vector, size))
-    else:
+    if query_vector is not None and len(index.ensure_mirror()) == 0:
+        response.mode = "bm25"
+        response.notes.append("no vectors indexed yet: BM25 only")
+        query_vector = None
+    elif query_vector is None:
         response.notes.append(NO_MODEL_NOTE)
     window_ids: list[int] = []
     if intent.window is not None:
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
+    wants_text = has_content_terms(text_query) or intent.window is None
+
+    def rank_text(vectors_ran: bool) -> RankedMatches | None:
+        if not wants_text:
+            return None
+        return index.rank_matches(
+            text_query, vectors_ran=vectors_ran, context_weight=options.context_weight
+        )
+
+    # The text is ranked first: meanwhile a vector still being computed gets ready.
+    ranked = rank_text(query_vector is not None)
+    if callable(query_vector):
+        query_vector = query_vector()
+        if query_vector is None:  # the embedding failed (the caller may say why instead)
+            response.mode = "bm25"
+            response.notes.append(NO_MODEL_NOTE)
+            ranked = rank_text(False)  # common words count again without vectors
+    vector_hits: dict[int, float] = {}
+    if query_vector is not None:
+        mirror = index.ensure_mirror()
+        if options.threshold is not None:
+            vector_hits = dict(mirror.above(query_vector, options.threshold))
+        else:
+            vector_hits = dict(mirror.knn(query_vector, size))
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
-    matches = (
-        index.fts_matches(
-            text_query,
-            text_limit,
-            also=also,
-            vectors_ran=query_vector is not None,
-            context_weight=options.context_weight,
-        )
-        if has_content_terms(text_query) or intent.window is None
-        else []
-    )
+    matches = ranked.take(text_limit, also) if ranked is not None else []
     text_hits = {chunk_id: rank for chunk_id, rank, _, _ in matches}
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
