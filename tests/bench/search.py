@@ -856,11 +856,8 @@ def bench_size(
     opts = engine.search_options
     pool = opts.max_results * opts.candidate_multiplier
     mirror = index.ensure_mirror()
-    single = Embedder(threads=1)
-    single.load()
     labels = {
-        "embed": "query embedding, production Embedder()",
-        "embed1": "query embedding, Embedder(threads=1)",
+        "embed": "query embedding (engine.search ranks the text meanwhile)",
         "fts": f"FTS-only: fts_candidates (top {pool})",
         "knn": f"KNN: mirror.knn (top {pool})",
         "vectors_for": "  mirror.vectors_for (text-only candidates)",
@@ -876,7 +873,6 @@ def bench_size(
     for q in squeries:
         t, qv = timed(lambda q=q: embedder.embed_query(q.text))
         stage["embed"].append(t)
-        stage["embed1"].append(timed(lambda q=q: single.embed_query(q.text))[0])
         t, text_hits = timed(lambda q=q: dict(index.fts_candidates(q.text, pool)))
         stage["fts"].append(t)
         t, vector_hits = timed(lambda qv=qv: dict(mirror.knn(qv, pool)))

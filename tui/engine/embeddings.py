@@ -359,7 +359,8 @@ class Embedder:
             return out
         self.load()
         done = 0
-        for idx in self._batches(texts):
+        # One text (a query) is its own batch: no lengths to sort it by.
+        for idx in self._batches(texts) if n > 1 else [[0]]:
             out[idx] = self._embed_batch([texts[i] for i in idx])
             done += len(idx)
             if progress is not None:
