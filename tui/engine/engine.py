@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -32,6 +30,7 @@ from .index import CACHE_MAX_ENTRIES, MemoryIndex, Progress, SyncReport
 from .inject import Injection, build_injection
 from .metadata import EntryMeta
 from .options import InjectionOptions, SearchOptions
+from .query_vectors import QueryVectors
 from .search import NO_MODEL_NOTE, QueryVector, retrieval_text, search
 from .search_links import memory_entries_changed
 from .search_results import SearchResponse, change_note
@@ -41,10 +40,7 @@ from .token_counts import TokenCounts
 from .workspace import MEMORY_FILE, Workspace
 
 if TYPE_CHECKING:
-    import numpy as np
-
-#: Query vectors kept for a repeated search (the preview's draft, then the turn).
-QUERY_VECTORS_KEPT = 16
+    pass
 
 #: The note of a search done BM25-only because the embedding model was starting.
 MODEL_STARTING = "embedding model starting (idle exit): BM25 only for now"
@@ -111,10 +107,7 @@ class MemoryEngine:
         self._versions_lock = threading.Lock()
         #: The last few query vectors by (model, text): a turn searches the draft the live
         #: preview has just embedded.
-        self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._query_vectors_lock = threading.Lock()
-        #: Computes query vectors while a search ranks the full text (started at the first).
-        self._query_embedding: ThreadPoolExecutor | None = None
+        self.query_vectors = QueryVectors()
         self.history = GitHistory(self.workspace, history)
         self.token_counts = TokenCounts(self.workspace.root)
         self.attribution = attribution
@@ -485,52 +478,6 @@ class MemoryEngine:
         self._commit_outside_edits()
         return self.index.rebuild(embed=True, progress=progress)
 
-    def _kept_vector(self, key: tuple[str, str]) -> np.ndarray | None:
-        with self._query_vectors_lock:
-            vector = self._query_vectors.get(key)
-            if vector is not None:
-                self._query_vectors.move_to_end(key)
-            return vector
-
-    def _query_vector(self, text: str) -> np.ndarray:
-        """The embedding of a query, from the last :data:`QUERY_VECTORS_KEPT` when it is there."""
-        key = (self.embedder.fingerprint, text)
-        vector = self._kept_vector(key)
-        if vector is not None:
-            return vector
-        vector = self.embedder.embed_query(text)
-        vector.setflags(write=False)  # shared by whoever asks for the same text
-        with self._query_vectors_lock:
-            self._query_vectors[key] = vector
-            while len(self._query_vectors) > QUERY_VECTORS_KEPT:
-                self._query_vectors.popitem(last=False)
-        return vector
-
-    def _vector_soon(self, text: str) -> QueryVector:
-        """The query's vector if it is kept, else what waits for it while it is computed on
-        a worker thread (the search ranks the full text meanwhile). Waiting answers None when
-        a model that degrades failed (it says why), or when it is not this index's model."""
-        kept = self._kept_vector((self.embedder.fingerprint, text))
-        if kept is not None:
-            return kept
-        with self._query_vectors_lock:
-            if self._query_embedding is None:
-                self._query_embedding = ThreadPoolExecutor(2, thread_name_prefix="memdeck-query")
-            future = self._query_embedding.submit(self._query_vector, text)
-
-        def wait() -> np.ndarray | None:
-            try:
-                vector = future.result()
-            except EmbeddingError:
-                if not (self.embedder.remote or self.embedder.problem):
-                    raise  # an inline model fails loudly; one that degrades says why
-                return None
-            if len(vector) != self.index.mirror.dims:
-                return None  # the embedder was swapped for another model meanwhile
-            return vector
-
-        return wait
-
     def search(
         self,
         query: str,
@@ -553,7 +500,8 @@ class MemoryEngine:
         if starting:
             self.embedder.warm()
         elif self.model_loaded and query.strip():
-            query_vector = self._vector_soon(retrieval_text(query, intent) or query)
+            text = retrieval_text(query, intent) or query
+            query_vector = self.query_vectors.soon(self.embedder, text, self.index.mirror.dims)
         response = search(self.index, query, query_vector, opts, now=now, intent=intent)
         problem = self.embedder.problem
         if response.mode == "bm25" and problem:  # said instead of "not loaded": it is, and failed
@@ -622,8 +570,6 @@ class MemoryEngine:
 
     def close(self) -> None:
         """Close the index and stop the embedder's helper process, if it has one."""
-        if self._query_embedding is not None:
-            self._query_embedding.shutdown(wait=False)
-            self._query_embedding = None
+        self.query_vectors.close()
         self.index.close()
         self.embedder.close()
