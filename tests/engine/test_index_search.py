@@ -502,3 +502,21 @@ def test_a_search_ranks_the_text_before_it_waits_for_the_vector(engine: MemoryEn
     alone = search(index, "Lisbon trip", None, now=NOW)
     assert failed.mode == alone.mode == "bm25" and failed.notes == alone.notes
     assert [r.path for r in failed.results] == [r.path for r in alone.results]
+
+
+def test_a_big_index_ranks_the_text_while_the_query_is_embedded(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below RANK_WHILE_EMBEDDING_FROM chunks the query is embedded first, in line (the
+    overlap cost more CPU than it saved); from it, on a worker thread: the same answers."""
+    import tui.engine.engine as engine_module
+
+    inline = engine.search("holiday travel to Portugal", now=NOW)
+    assert engine.query_vectors._workers is None
+    monkeypatch.setattr(engine_module, "RANK_WHILE_EMBEDDING_FROM", 1)
+    overlapped = engine.search("holiday travel to Portugal!", now=NOW)
+    assert engine.query_vectors._workers is not None
+    assert overlapped.mode == inline.mode == "hybrid"
+    assert [(r.path, r.start_line) for r in overlapped.results] == [
+        (r.path, r.start_line) for r in inline.results
+    ]

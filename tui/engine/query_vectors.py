@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from .embeddings import EmbeddingError, TextEmbedder
@@ -48,30 +48,34 @@ class QueryVectors:
                 self._kept.popitem(last=False)
         return vector
 
-    def soon(self, embedder: TextEmbedder, text: str, dims: int) -> QueryVector:
-        """The vector of ``text`` if it is kept, else what waits for it while a worker thread
-        computes it (a search ranks the full text meanwhile). Waiting answers None when a
-        model that degrades failed (it says why), or when its vectors are not ``dims`` wide
-        (the embedder was swapped for another model meanwhile); an inline model's failure is
-        raised."""
+    def soon(
+        self, embedder: TextEmbedder, text: str, dims: int, *, in_background: bool = True
+    ) -> QueryVector | None:
+        """The vector of ``text``: kept, else (``in_background``) what waits for it while a
+        worker thread computes it (a search ranks the full text meanwhile), else computed now.
+        The vector is None when a model that degrades failed (it says why), or when its
+        vectors are not ``dims`` wide (the embedder was swapped for another model meanwhile);
+        an inline model's failure is raised."""
         kept = self._kept_vector((embedder.fingerprint, text))
         if kept is not None:
             return kept
-        with self._lock:
-            if self._workers is None:
-                self._workers = ThreadPoolExecutor(2, thread_name_prefix="memdeck-query")
-            future = self._workers.submit(self.vector, embedder, text)
+        future: Future[np.ndarray] | None = None
+        if in_background:
+            with self._lock:
+                if self._workers is None:
+                    self._workers = ThreadPoolExecutor(2, thread_name_prefix="memdeck-query")
+                future = self._workers.submit(self.vector, embedder, text)
 
         def wait() -> np.ndarray | None:
             try:
-                vector = future.result()
+                vector = future.result() if future is not None else self.vector(embedder, text)
             except EmbeddingError:
                 if not (embedder.remote or embedder.problem):
                     raise
                 return None
             return vector if len(vector) == dims else None
 
-        return wait
+        return wait if in_background else wait()
 
     def close(self) -> None:
         """Let the worker threads end (a later :meth:`soon` starts new ones)."""

@@ -23,7 +23,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING, TypeAlias
 
 from .index import ChunkRow, MemoryIndex
-from .index_text import RankedMatches
+from .index_text import Match, RankedMatches
 from .options import SearchOptions
 from .search_links import SUPERSEDED, update_links
 from .search_results import Breakdown as Breakdown
@@ -226,32 +226,30 @@ def _candidates(
     if intent.window is not None:
         window_ids = index.chunk_ids_between(*intent.window, limit=WINDOW_CANDIDATES)
     wants_text = has_content_terms(text_query) or intent.window is None
-
-    def rank_text(vectors_ran: bool) -> RankedMatches | None:
-        if not wants_text:
-            return None
-        return index.rank_matches(
-            text_query, vectors_ran=vectors_ran, context_weight=options.context_weight
-        )
-
-    # The text is ranked first: meanwhile a vector still being computed gets ready.
-    ranked = rank_text(query_vector is not None)
+    text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
+    ranked_first = callable(query_vector)
+    ranked = None
     if callable(query_vector):
+        # The text is ranked first, while the vector being computed gets ready.
+        ranked = _rank_text(index, text_query, wants_text, True, options)
         query_vector = query_vector()
         if query_vector is None:  # the embedding failed (the caller may say why instead)
             response.mode = "bm25"
             response.notes.append(NO_MODEL_NOTE)
-            ranked = rank_text(False)  # common words count again without vectors
-    vector_hits: dict[int, float] = {}
-    if query_vector is not None:
-        mirror = index.ensure_mirror()
-        if options.threshold is not None:
-            vector_hits = dict(mirror.above(query_vector, options.threshold))
-        else:
-            vector_hits = dict(mirror.knn(query_vector, size))
-    text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
+            ranked = _rank_text(index, text_query, wants_text, False, options)
+    vector_hits = _vector_hits(index, query_vector, size, options)
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
-    matches = ranked.take(text_limit, also) if ranked is not None else []
+    matches: list[Match] = []
+    if ranked is not None:
+        matches = ranked.take(text_limit, also)
+    elif wants_text and not ranked_first:
+        matches = index.fts_matches(
+            text_query,
+            text_limit,
+            also=also,
+            vectors_ran=query_vector is not None,
+            context_weight=options.context_weight,
+        )
     text_hits = {chunk_id: rank for chunk_id, rank, _, _ in matches}
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
@@ -270,6 +268,29 @@ def _candidates(
         text_parts={chunk_id: (own, context) for chunk_id, _, own, context in matches},
         vectors=vector_hits,
     )
+
+
+def _rank_text(
+    index: MemoryIndex, text_query: str, wanted: bool, vectors_ran: bool, options: SearchOptions
+) -> RankedMatches | None:
+    """Every full-text match of the query, ranked (None: not wanted, or nothing to search)."""
+    if not wanted:
+        return None
+    return index.rank_matches(
+        text_query, vectors_ran=vectors_ran, context_weight=options.context_weight
+    )
+
+
+def _vector_hits(
+    index: MemoryIndex, vector: np.ndarray | None, size: int, options: SearchOptions
+) -> dict[int, float]:
+    """The nearest ``size`` vectors' cosines, or all above the threshold in threshold mode."""
+    if vector is None:
+        return {}
+    mirror = index.ensure_mirror()
+    if options.threshold is not None:
+        return dict(mirror.above(vector, options.threshold))
+    return dict(mirror.knn(vector, size))
 
 
 def _fuse(pool: _Pool, index: MemoryIndex, text_query: str, options: SearchOptions) -> None:
