@@ -81,10 +81,49 @@ def test_lean_model_gives_bit_identical_vectors(
     assert gather_dequantized_rows(b"not a model") is None
     data = json.loads(REFERENCE.read_text(encoding="utf-8"))
     texts = [item["text"] for item in data["items"]] + ["", "日本語のテキスト", "short"]
-    monkeypatch.setattr(embeddings, "_lean_model", lambda p: str(p))
+    real = embeddings._lean_model
+    monkeypatch.setattr(embeddings, "_lean_model", lambda p, fuse=False: real(p))
+    lean = Embedder()
+    lean.load()
+    monkeypatch.setattr(embeddings, "_lean_model", lambda p, fuse=False: str(p))
     plain = Embedder()
     plain.load()
-    assert np.array_equal(plain.embed(texts), embedder.embed(texts))
+    assert np.array_equal(plain.embed(texts), lean.embed(texts))
+
+
+def test_fused_attention_gives_the_same_vectors(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each layer's attention and GELU run as ONNX Runtime's fused operators
+    (tui.engine.onnx_fusions); the vectors move by float rounding only."""
+    from tui.engine import embeddings
+    from tui.engine.model_files import onnx_file
+    from tui.engine.onnx_fusions import _Graph, fuse_attention
+    from tui.engine.onnx_lean import _MODEL_GRAPH, _fields, gather_dequantized_rows
+
+    rewritten = gather_dequantized_rows(onnx_file(DEFAULT_MODEL, None).read_bytes())
+    assert rewritten is not None
+    fused = fuse_attention(rewritten[0])
+    assert fused is not None
+    (graph,) = [f for f in _fields(memoryview(fused)) if f.number == _MODEL_GRAPH]
+    assert isinstance(graph.value, memoryview)
+    ops = [n.op for n in _Graph(graph.value).nodes]
+    assert ops.count("Attention") == ops.count("Gelu") == 6
+    assert "Softmax" not in ops and "Erf" not in ops and "Where" not in ops
+    assert fuse_attention(fused) is None  # nothing left to fuse
+    assert fuse_attention(b"not a model") is None
+    data = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    texts = [item["text"] for item in data["items"]] + ["", "日本語のテキスト", "short", "a b"]
+    real = embeddings._lean_model
+    monkeypatch.setattr(embeddings, "_lean_model", lambda p, fuse=False: real(p))
+    unfused = Embedder(threads=1)
+    unfused.load()
+    # batches of unequal lengths: the padding is masked the same way
+    np.testing.assert_allclose(embedder.embed(texts), unfused.embed(texts), atol=1e-5)
+    for text in texts[-4:]:
+        np.testing.assert_allclose(
+            embedder.embed_query(text), unfused.embed_query(text), atol=1e-5
+        )
 
 
 def test_own_truncation_and_padding_match_the_tokenizer(embedder: Embedder) -> None:

@@ -170,10 +170,14 @@ def _tensor_info(record: _Field) -> tuple[str, list[int], int]:
     return name, dims, dtype
 
 
-def _node_bytes(op: str, inputs: list[str], outputs: list[str], name: str, **ints: int) -> bytes:
+def _node_bytes(
+    op: str, inputs: list[str], outputs: list[str], name: str, domain: str = "", **ints: int
+) -> bytes:
     body = b"".join(_len_field(_NODE_INPUT, i.encode()) for i in inputs)
     body += b"".join(_len_field(_NODE_OUTPUT, o.encode()) for o in outputs)
     body += _len_field(_NODE_NAME, name.encode()) + _len_field(_NODE_OP, op.encode())
+    if domain:
+        body += _len_field(_NODE_DOMAIN, domain.encode())
     for key, value in ints.items():
         attr = (
             _len_field(_ATTR_NAME, key.encode())
