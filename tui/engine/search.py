@@ -237,7 +237,11 @@ def _candidates(
             response.mode = "bm25"
             response.notes.append(NO_MODEL_NOTE)
             ranked = _rank_text(index, text_query, wants_text, False, options)
-    vector_hits = _vector_hits(index, query_vector, size, options)
+    vector_hits = (
+        index.ensure_mirror().nearest(query_vector, size, options.threshold)
+        if query_vector is not None
+        else {}
+    )
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
     matches: list[Match] = []
     if ranked is not None:
@@ -279,18 +283,6 @@ def _rank_text(
     return index.rank_matches(
         text_query, vectors_ran=vectors_ran, context_weight=options.context_weight
     )
-
-
-def _vector_hits(
-    index: MemoryIndex, vector: np.ndarray | None, size: int, options: SearchOptions
-) -> dict[int, float]:
-    """The nearest ``size`` vectors' cosines, or all above the threshold in threshold mode."""
-    if vector is None:
-        return {}
-    mirror = index.ensure_mirror()
-    if options.threshold is not None:
-        return dict(mirror.above(vector, options.threshold))
-    return dict(mirror.knn(vector, size))
 
 
 def _fuse(pool: _Pool, index: MemoryIndex, text_query: str, options: SearchOptions) -> None:

@@ -123,6 +123,10 @@ class VectorMirror:
             if np.isfinite(scores[b])
         ]
 
+    def nearest(self, query: np.ndarray, k: int, threshold: float | None) -> dict[int, float]:
+        """Cosines by chunk id: the ``k`` nearest, or (``threshold`` given) all at or above it."""
+        return dict(self.knn(query, k) if threshold is None else self.above(query, threshold))
+
     def above(self, query: np.ndarray, threshold: float) -> list[tuple[int, float]]:
         """Every ``(chunk id, cosine)`` with cosine >= ``threshold`` (threshold mode), best first."""
         with self._lock:
