@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import usage
 from .chunker import ChunkParams
@@ -38,9 +38,6 @@ from .store import EntryBatch, MemoryEntry, MemoryStore, RestoredEntry, RetiredR
 from .temporal import TimeIntent, parse_time_intent
 from .token_counts import TokenCounts
 from .workspace import MEMORY_FILE, Workspace
-
-if TYPE_CHECKING:
-    pass
 
 #: From this many chunks a search ranks the full text while its query's vector is computed
 #: (LoCoMo-sized memories, every chunk matching: +1.2 ms of CPU for 0.3 ms sooner; 10k: 1.1

@@ -24,22 +24,19 @@ from .onnx_lean import (
     _FLOAT,
     _GRAPH_INITIALIZER,
     _GRAPH_NODE,
-    _GRAPH_OUTPUT,
-    _LEN,
-    _MODEL_GRAPH,
-    _TENSOR_NAME,
-    _VALUE_INFO_NAME,
-    _encode_varint,
+    _TENSOR_TYPE,
     _Field,
     _fields,
+    _graph_outputs,
     _len_field,
     _Malformed,
     _Node,
     _node,
     _node_bytes,
     _tensor_info,
-    _text,
+    _the_graph,
     _varint_field,
+    _with_graph,
 )
 
 __all__ = ["FUSED_MODEL_SHA256", "fuse_attention"]
@@ -65,7 +62,7 @@ def _scalar(record: _Field) -> float | None:
     values: list[float] = []
     dtype = _FLOAT
     for f in _fields(record.value):
-        if f.number == 2 and isinstance(f.value, int):
+        if f.number == _TENSOR_TYPE and isinstance(f.value, int):
             dtype = f.value
         elif f.number == _TENSOR_RAW_DATA and isinstance(f.value, memoryview):
             if len(f.value) % 4:
@@ -82,19 +79,10 @@ class _Graph:
     def __init__(self, graph: memoryview) -> None:
         self.records = _fields(graph)
         self.nodes = [_node(r) for r in self.records if r.number == _GRAPH_NODE]
-        self.initializers: dict[str, _Field] = {}
-        for r in self.records:
-            if r.number == _GRAPH_INITIALIZER and isinstance(r.value, memoryview):
-                for f in _fields(r.value):
-                    if f.number == _TENSOR_NAME:
-                        self.initializers[_text(f.value)] = r
-        self.outputs = {
-            _text(f.value)
-            for r in self.records
-            if r.number == _GRAPH_OUTPUT and isinstance(r.value, memoryview)
-            for f in _fields(r.value)
-            if f.number == _VALUE_INFO_NAME
+        self.initializers = {
+            _tensor_info(r)[0]: r for r in self.records if r.number == _GRAPH_INITIALIZER
         }
+        self.outputs = _graph_outputs(self.records)
         self.producer = {out: n for n in self.nodes for out in n.outputs}
         self.consumers: dict[str, list[_Node]] = {}
         for n in self.nodes:
@@ -280,19 +268,15 @@ def fuse_attention(model: bytes) -> bytes | None:
     is not shaped as expected (or not understood): load it as it is then."""
     view = memoryview(model)
     try:
-        records = _fields(view)
-        graphs = [r for r in records if r.number == _MODEL_GRAPH and r.wire == _LEN]
-        if len(graphs) != 1:
+        graph = _the_graph(view)
+        if graph is None:
             return None
-        graph = graphs[0]
         assert isinstance(graph.value, memoryview)
         pieces = _rewrite(graph.value)
     except (_Malformed, _NoMatch, UnicodeDecodeError, struct.error):
         return None
-    body = b"".join(pieces)
-    head = _encode_varint(_MODEL_GRAPH << 3 | _LEN) + _encode_varint(len(body))
     opset = _len_field(
         _MODEL_OPSET_IMPORT,
         _len_field(_OPSET_DOMAIN, _MS.encode()) + _varint_field(_OPSET_VERSION, 1),
     )
-    return b"".join([view[: graph.start], head, body, view[graph.end :], opset])
+    return _with_graph(view, graph, pieces, opset)

@@ -188,6 +188,17 @@ def _node_bytes(
     return _len_field(_GRAPH_NODE, body)
 
 
+def _graph_outputs(records: list[_Field]) -> set[str]:
+    """The names of a graph's outputs, from its records."""
+    return {
+        _text(f.value)
+        for r in records
+        if r.number == _GRAPH_OUTPUT and isinstance(r.value, memoryview)
+        for f in _fields(r.value)
+        if f.number == _VALUE_INFO_NAME
+    }
+
+
 def _rewrite_graph(graph: memoryview) -> tuple[list[bytes | memoryview], int] | None:
     records = _fields(graph)
     nodes = [_node(r) for r in records if r.number == _GRAPH_NODE]
@@ -197,13 +208,7 @@ def _rewrite_graph(graph: memoryview) -> tuple[list[bytes | memoryview], int] | 
             _tensor_info(r) for r in records if r.number == _GRAPH_INITIALIZER
         )
     }
-    graph_outputs = {
-        _text(f.value)
-        for r in records
-        if r.number == _GRAPH_OUTPUT and isinstance(r.value, memoryview)
-        for f in _fields(r.value)
-        if f.number == _VALUE_INFO_NAME
-    }
+    graph_outputs = _graph_outputs(records)
     producer = {out: n for n in nodes for out in n.outputs}
     uses: dict[str, int] = {}
     for n in nodes:
@@ -263,6 +268,20 @@ def _rewrite_graph(graph: memoryview) -> tuple[list[bytes | memoryview], int] | 
     return pieces, len(replaced)
 
 
+def _the_graph(model: memoryview) -> _Field | None:
+    """The model's one graph record (None: not exactly one)."""
+    graphs = [r for r in _fields(model) if r.number == _MODEL_GRAPH and r.wire == _LEN]
+    return graphs[0] if len(graphs) == 1 else None
+
+
+def _with_graph(
+    model: memoryview, graph: _Field, pieces: list[bytes | memoryview], tail: bytes = b""
+) -> bytes:
+    """``model`` with ``graph``'s record made of ``pieces``, and ``tail`` (more model fields)."""
+    head = _encode_varint(_MODEL_GRAPH << 3 | _LEN) + _encode_varint(sum(map(len, pieces)))
+    return b"".join([model[: graph.start], head, *pieces, model[graph.end :], tail])
+
+
 def gather_dequantized_rows(model: bytes) -> tuple[bytes, int] | None:
     """``model`` with row-wise dequantised lookup tables gathered before dequantising.
 
@@ -271,11 +290,9 @@ def gather_dequantized_rows(model: bytes) -> tuple[bytes, int] | None:
     """
     view = memoryview(model)
     try:
-        records = _fields(view)
-        graphs = [r for r in records if r.number == _MODEL_GRAPH and r.wire == _LEN]
-        if len(graphs) != 1:
+        graph = _the_graph(view)
+        if graph is None:
             return None
-        graph = graphs[0]
         assert isinstance(graph.value, memoryview)
         rewritten = _rewrite_graph(graph.value)
     except (_Malformed, UnicodeDecodeError):
@@ -283,7 +300,4 @@ def gather_dequantized_rows(model: bytes) -> tuple[bytes, int] | None:
     if rewritten is None:
         return None
     pieces, count = rewritten
-    graph_len = sum(len(p) for p in pieces)
-    head = _encode_varint(_MODEL_GRAPH << 3 | _LEN) + _encode_varint(graph_len)
-    out = b"".join([view[: graph.start], head, *pieces, view[graph.end :]])
-    return out, count
+    return _with_graph(view, graph, pieces), count
