@@ -73,10 +73,14 @@ class RankedMatches:
             others: list[Match] = self._conn.execute(best).fetchall()
         except sqlite3.Error:  # the index file was replaced meanwhile (its readers closed)
             return []
-        if wanted:
-            named = {row[0] for row in wanted}
-            others = [row for row in others if row[0] not in named]
-        return wanted + (others if limit is None else others[:limit])
+        return _named_first(wanted, others, limit)
+
+
+def _named_first(named: list[Match], ranked: list[Match], limit: int | None) -> list[Match]:
+    """The matches of the named chunks, then the best ``limit`` of the others in ``ranked``."""
+    ids = {row[0] for row in named}
+    others = [row for row in ranked if row[0] not in ids]
+    return named + (others if limit is None else others[:limit])
 
 
 def _remember_stems(stems: dict[str, str]) -> None:
@@ -159,9 +163,8 @@ class FullTextReads:
             return []
         if limit is None or not also:
             return rows
-        wanted = set(also)
-        others = [row for row in rows if row[0] not in wanted][:limit]
-        return [row for row in rows if row[0] in wanted] + others
+        named = set(also)
+        return _named_first([row for row in rows if row[0] in named], rows, limit)
 
     def rank_matches(
         self, query: str, *, vectors_ran: bool = False, context_weight: float = 1.0
