@@ -16,6 +16,7 @@ from support.workspaces import write_workspace
 from tui.engine.chunker import ChunkParams
 from tui.engine.embeddings import Embedder
 from tui.engine.engine import MemoryEngine
+from tui.engine.index import ChunkRow
 from tui.engine.inject import ALWAYS_INJECTED
 from tui.engine.textsearch import contains_all_terms
 
@@ -502,6 +503,39 @@ def test_a_search_ranks_the_text_before_it_waits_for_the_vector(engine: MemoryEn
     alone = search(index, "Lisbon trip", None, now=NOW)
     assert failed.mode == alone.mode == "bm25" and failed.notes == alone.notes
     assert [r.path for r in failed.results] == [r.path for r in alone.results]
+
+
+def test_a_search_reads_its_best_text_matches_while_it_waits_for_the_vector(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of the best full-text matches are read before the wait, and not again after."""
+    from tui.engine.search import search
+
+    index = engine.index
+    query = "Lisbon trip"
+    vector = engine.embedder.embed_query(query)
+    best = [chunk_id for chunk_id, _ in index.fts_candidates(query, 10, vectors_ran=True)]
+    assert best
+    read: list[int] = []
+    read_before_the_wait: list[int] = []
+    real_read = index.chunks_by_id
+
+    def chunks_by_id(ids: Sequence[int]) -> dict[int, ChunkRow]:
+        read.extend(ids)
+        return real_read(ids)
+
+    def when_ready() -> np.ndarray:
+        read_before_the_wait.extend(read)
+        return vector
+
+    given = search(index, query, vector, now=NOW)
+    monkeypatch.setattr(index, "chunks_by_id", chunks_by_id)
+    waited = search(index, query, when_ready, now=NOW)
+    assert set(best) <= set(read_before_the_wait)
+    assert set(best).isdisjoint(read[len(read_before_the_wait) :])
+    assert [(r.path, r.score, r.breakdown) for r in waited.results] == [
+        (r.path, r.score, r.breakdown) for r in given.results
+    ]
 
 
 def test_a_big_index_ranks_the_text_while_the_query_is_embedded(

@@ -25,6 +25,10 @@ from typing import TYPE_CHECKING, TypeAlias
 from .index import ChunkRow, MemoryIndex
 from .index_text import Match, RankedMatches
 from .options import SearchOptions
+from .search_early import EarlyReads, read_early
+from .search_fusion import RRF_K as RRF_K
+from .search_fusion import hybrid_score as hybrid_score
+from .search_fusion import needs_query_idf, rrf_scores, text_scale, text_scores
 from .search_links import SUPERSEDED, update_links
 from .search_results import Breakdown as Breakdown
 from .search_results import SearchResponse as SearchResponse
@@ -34,7 +38,7 @@ from .search_results import describe_change as describe_change
 from .search_via import NEIGHBOUR_FALLOFF as NEIGHBOUR_FALLOFF
 from .search_via import explain_via, neighbour_support
 from .temporal import TimeIntent, parse_time_intent
-from .textsearch import bm25_to_unit, contains_all_terms, has_content_terms
+from .textsearch import contains_all_terms, has_content_terms
 from .workspace import MEMORY_FILE
 
 if TYPE_CHECKING:  # numpy loads at the first search, not with the app
@@ -46,8 +50,6 @@ QueryVector: TypeAlias = "np.ndarray | Callable[[], np.ndarray | None]"
 CONFIDENCE_WEIGHTS = {"high": 1.0, "medium": 0.9, "low": 0.8}
 #: A fully decayed chunk keeps this share of its score: decay reorders, it never buries.
 DECAY_FLOOR = 0.5
-#: Reciprocal-rank-fusion constant.
-RRF_K = 60
 #: A question naming a time also considers up to this many entries dated in that window.
 WINDOW_CANDIDATES = 200
 #: Dated entries outside the question's window keep this share of their score; undated
@@ -67,57 +69,6 @@ def decay_factor(day: date | None, now: date, half_life_days: float) -> float:
         return 1.0
     age = max(0, (now - day).days)
     return math.exp(-math.log(2) * age / half_life_days)
-
-
-def hybrid_score(vector: float | None, text: float, options: SearchOptions) -> float:
-    """Weighted merge of vector and text scores, weights normalised; text alone without vectors."""
-    if vector is None:
-        return text
-    total = options.vector_weight + options.text_weight
-    if total <= 0:
-        return 0.0
-    return (options.vector_weight * vector + options.text_weight * text) / total
-
-
-def text_scores(
-    ranks: dict[int, float], options: SearchOptions, query_idf: float = 0.0
-) -> dict[int, float]:
-    """0..1 text scores of FTS5 bm25 ranks (negative, lower is better) for one query.
-
-    ``idf``: the share of the query a match covers (bm25 over the query terms' summed idf),
-    so one common word matched scores low and every rare word matched scores near 1.
-    """
-    scale = text_scale(ranks, options, query_idf)
-    if scale is None:
-        return {i: bm25_to_unit(rank) for i, rank in ranks.items()}
-    return {
-        i: (min(1.0, max(0.0, -rank) / scale) if scale > 0 else 0.0) for i, rank in ranks.items()
-    }
-
-
-def text_scale(ranks: dict[int, float], options: SearchOptions, query_idf: float) -> float | None:
-    """What :func:`text_scores` divides a bm25 strength by: the query's best match (``max``,
-    at least ``text_floor`` of its idf) or its summed idf; None: :func:`bm25_to_unit`."""
-    if options.text_norm == "idf" and query_idf > 0:
-        return query_idf
-    if options.text_norm == "max":
-        best = max((max(0.0, -rank) for rank in ranks.values()), default=0.0)
-        return max(best, options.text_floor * query_idf)
-    return None
-
-
-def rrf_scores(
-    text: dict[int, float], vector: dict[int, float], options: SearchOptions
-) -> dict[int, float]:
-    """Reciprocal rank fusion, scaled so a candidate ranked first by both scores 1.0."""
-    fused: dict[int, float] = {}
-    total = options.vector_weight + options.text_weight
-    for scores, weight in ((text, options.text_weight), (vector, options.vector_weight)):
-        ordered = sorted(scores, key=lambda i: -scores[i])
-        for rank, chunk_id in enumerate(ordered, start=1):
-            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (RRF_K + rank)
-    scale = (RRF_K + 1) / total if total > 0 else 0.0
-    return {i: v * scale for i, v in fused.items()}
 
 
 def search(
@@ -202,6 +153,8 @@ class _Pool:
     linked: dict[int, float] = field(default_factory=dict)
     #: Entries a newer linked entry changed, each with the entries that changed it.
     superseded: dict[int, set[int]] = field(default_factory=dict)
+    #: The query's idf, when it was read before the vector came (None: not read).
+    query_idf: float | None = None
 
 
 def _candidates(
@@ -213,7 +166,8 @@ def _candidates(
     response: SearchResponse,
 ) -> _Pool | None:
     """Stage 1: the nearest vectors, the full-text matches and the entries of the question's
-    time window, with their rows (None when nothing matched)."""
+    time window, with their rows (None when nothing matched). When the query's vector is
+    being computed, the best full-text matches are read meanwhile (:func:`read_early`)."""
     threshold_mode = options.threshold is not None
     size = max(1, options.max_results * options.candidate_multiplier)
     if query_vector is not None and len(index.ensure_mirror()) == 0:
@@ -229,9 +183,12 @@ def _candidates(
     text_limit = THRESHOLD_TEXT_LIMIT if threshold_mode else size
     ranked_first = callable(query_vector)
     ranked = None
+    early = EarlyReads()
     if callable(query_vector):
         # The text is ranked first, while the vector being computed gets ready.
         ranked = _rank_text(index, text_query, wants_text, True, options)
+        if ranked is not None:
+            early = read_early(index, ranked.take(text_limit), text_query, options)
         query_vector = query_vector()
         if query_vector is None:  # the embedding failed (the caller may say why instead)
             response.mode = "bm25"
@@ -266,11 +223,12 @@ def _candidates(
         query_vector=query_vector,
         size=size,
         threshold_mode=threshold_mode,
-        rows=index.chunks_by_id(candidate_ids),
+        rows=early.rows_of(index, candidate_ids),
         order=candidate_ids,
         text_hits=text_hits,
         text_parts={chunk_id: (own, context) for chunk_id, _, own, context in matches},
         vectors=vector_hits,
+        query_idf=early.query_idf,
     )
 
 
@@ -287,11 +245,9 @@ def _rank_text(
 
 def _fuse(pool: _Pool, index: MemoryIndex, text_query: str, options: SearchOptions) -> None:
     """Stage 2: each candidate's text score and hybrid (weighted, or reciprocal rank fusion)."""
-    # The floor needs the query's idf; without vectors (text alone, where a lone word matched
-    # may be all there is) it is off, and the max-normalised score ignores a zero idf.
-    floor = options.text_norm == "max" and options.text_floor and pool.query_vector is not None
-    needs_idf = options.text_norm == "idf" or floor
-    query_idf = index.query_idf(text_query) if needs_idf and pool.text_hits else 0.0
+    query_idf = 0.0  # the max-normalised score ignores a zero idf
+    if pool.text_hits and needs_query_idf(options, with_vectors=pool.query_vector is not None):
+        query_idf = pool.query_idf if pool.query_idf is not None else index.query_idf(text_query)
     pool.text_scale = text_scale(pool.text_hits, options, query_idf)
     pool.texts = text_scores(pool.text_hits, options, query_idf)
     pool.vectors = (
