@@ -51,4 +51,3 @@ def read_early(
             else None
         ),
     )
-
