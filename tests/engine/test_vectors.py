@@ -6,8 +6,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
-from tui.engine.vectors import SPLIT_FROM, VectorMirror
+import tui.engine.vectors as vectors_module
+from tui.engine.vectors import SPLIT_FROM, VectorMirror, columns_of_blobs
 
 DIMS = 16
 
@@ -69,13 +71,13 @@ def test_appended_rows_leave_a_reader_s_earlier_view_as_it_was() -> None:
     mirror.load(np.arange(50), unit(rng, 50))
     mirror.upsert(range(50, 60), unit(rng, 10))
     mirror.knn(unit(rng, 1)[0], 3)  # merged: the buffer now has room
-    before = mirror._matrix
+    before = mirror._columns
     frozen = before.copy()
     mirror.upsert(range(60, 62), unit(rng, 2))
     mirror.knn(unit(rng, 1)[0], 3)
     np.testing.assert_array_equal(before, frozen)
-    assert len(mirror._matrix) == 62
-    assert np.shares_memory(mirror._matrix, before), "the rows there were were copied"
+    assert mirror._columns.shape == (DIMS, 62)
+    assert np.shares_memory(mirror._columns, before), "the vectors there were were copied"
 
 
 def test_sign_bit_preselection_finds_appended_rows() -> None:
@@ -106,3 +108,23 @@ def test_a_large_mirror_s_product_split_in_two_answers_as_one_product() -> None:
         above = {chunk_id for chunk_id, _ in mirror.above(query, 0.5)}
         assert above == {i for i in alive if whole[i] >= 0.5}
     assert any(t.name.startswith("memdeck-knn") for t in threading.enumerate())
+
+
+def test_vectors_loaded_from_blobs_in_blocks_are_the_vectors_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vectors_module, "LOAD_BLOCK", 7)
+    rng = np.random.default_rng(5)
+    vectors = unit(rng, 30)
+    blobs = [(100 + i, vector.tobytes()) for i, vector in enumerate(vectors)]
+    ids, columns = columns_of_blobs(iter(blobs), 25, DIMS)  # rows written after the count
+    assert ids.tolist() == list(range(100, 125))
+    np.testing.assert_array_equal(columns.T, vectors[:25])
+    ids, columns = columns_of_blobs(iter(blobs[:3]), 5, DIMS)  # rows deleted after it
+    assert ids.tolist() == [100, 101, 102]
+    mirror = VectorMirror(DIMS)
+    mirror.load_columns(ids, columns)
+    mirror.upsert([200], vectors[20:21])  # appended after the loaded columns
+    assert [chunk_id for chunk_id, _ in mirror.knn(vectors[1], 1)] == [101]
+    assert [chunk_id for chunk_id, _ in mirror.knn(vectors[20], 1)] == [200]
+    np.testing.assert_array_equal(mirror.vectors_for([102, 200, 7])[102], vectors[2])

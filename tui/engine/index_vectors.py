@@ -197,21 +197,13 @@ class VectorWrites:
         """Load the in-RAM vector mirror from sqlite-vec on first use."""
         with self._write_lock:
             if not self._mirror_loaded:
-                import numpy as np
+                from .vectors import columns_of_blobs
 
-                # Row by row into one preallocated matrix: fetching every blob first, then
+                # Streamed into one preallocated matrix: fetching every blob first, then
                 # joining them, held three copies of the vectors at once.
                 count = self._writer.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
-                ids = np.empty(count, dtype=np.int64)
-                matrix = np.empty((count, self.embedder.dims), dtype=np.float32)
-                row = 0
-                for rowid, blob in self._writer.execute("SELECT rowid, embedding FROM chunks_vec"):
-                    if row == count:
-                        break
-                    ids[row] = rowid
-                    matrix[row] = np.frombuffer(blob, dtype=np.float32)
-                    row += 1
-                self.mirror.load(ids[:row], matrix[:row])
+                blobs = self._writer.execute("SELECT rowid, embedding FROM chunks_vec")
+                self.mirror.load_columns(*columns_of_blobs(blobs, count, self.embedder.dims))
                 self._mirror_loaded = True
                 release_free_memory()
         return self.mirror
