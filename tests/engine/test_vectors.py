@@ -128,3 +128,17 @@ def test_vectors_loaded_from_blobs_in_blocks_are_the_vectors_stored(
     assert [chunk_id for chunk_id, _ in mirror.knn(vectors[1], 1)] == [101]
     assert [chunk_id for chunk_id, _ in mirror.knn(vectors[20], 1)] == [200]
     np.testing.assert_array_equal(mirror.vectors_for([102, 200, 7])[102], vectors[2])
+
+
+def test_sign_bit_preselection_keeps_the_nearest_of_many() -> None:
+    """More vectors than the pre-selection keeps: the Hamming distances must choose."""
+    rng = np.random.default_rng(13)
+    dims = 64
+    stored = rng.standard_normal((9000, dims)).astype(np.float32)
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    mirror = VectorMirror(dims)
+    mirror.load(np.arange(9000), stored)
+    for target in rng.choice(9000, 20, replace=False):
+        query = stored[target] + 0.05 * rng.standard_normal(dims).astype(np.float32)
+        query /= np.linalg.norm(query)
+        assert mirror.knn(query, 1, exact=False)[0][0] == target

@@ -120,7 +120,7 @@ class VectorMirror:
             scores = _products(columns, query)  # no fancy indexing: a copy costs more
             rows = None
         else:
-            q_bits = _sign_bits((query - mean)[None, :])[0]
+            q_bits = _sign_bits((query - mean)[:, None])[0]
             distances = np.bitwise_count(bits ^ q_bits).sum(axis=1, dtype=np.int32)
             distances[dead] = np.iinfo(np.int32).max
             keep = min(n, max(k * RESCORE_FACTOR, RESCORE_MIN))
