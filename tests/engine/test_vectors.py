@@ -142,3 +142,32 @@ def test_sign_bit_preselection_keeps_the_nearest_of_many() -> None:
         query = stored[target] + 0.05 * rng.standard_normal(dims).astype(np.float32)
         query /= np.linalg.norm(query)
         assert mirror.knn(query, 1, exact=False)[0][0] == target
+
+
+def test_a_query_s_cosines_are_read_from_its_product_and_stay_right_after_writes() -> None:
+    rng = np.random.default_rng(17)
+    vectors = unit(rng, 120)
+    mirror = VectorMirror(DIMS)
+    mirror.load(np.arange(100), vectors[:100])
+    query = unit(rng, 1)[0]
+    found = mirror.nearest(query, 5, None)
+    assert list(found.hits) == scan(dict(enumerate(vectors[:100])), query, 5)
+    asked = [42, 7, 999, 3, 7]  # 999 has no vector; 7 asked twice
+    cosines = found.of(asked)
+    assert list(cosines) == [42, 7, 3]
+    for chunk_id, cosine in cosines.items():
+        assert abs(cosine - float(vectors[chunk_id] @ query)) < 1e-5
+    mirror.upsert(range(100, 110), vectors[100:110])  # appended after the product
+    mirror.upsert([3], vectors[110:111])  # rewritten: its old vector dies
+    mirror.remove([42])
+    after = found.of([42, 3, 105, 7])
+    assert list(after) == [3, 105, 7]
+    assert abs(after[3] - float(vectors[110] @ query)) < 1e-5
+    assert abs(after[105] - float(vectors[105] @ query)) < 1e-5
+    mirror.remove(range(50, 100))  # most of it gone: the mirror is rebuilt
+    rebuilt = found.of([7, 105])
+    assert abs(rebuilt[7] - float(vectors[7] @ query)) < 1e-5
+    assert abs(rebuilt[105] - float(vectors[105] @ query)) < 1e-5
+    above = mirror.nearest(query, 5, 0.0)
+    assert all(cosine >= 0.0 for cosine in above.hits.values())
+    assert abs(above.of([105])[105] - float(vectors[105] @ query)) < 1e-5

@@ -44,6 +44,8 @@ from .workspace import MEMORY_FILE
 if TYPE_CHECKING:  # numpy loads at the first search, not with the app
     import numpy as np
 
+    from .vectors import QueryCosines
+
 #: A query's vector, or what waits for it (being computed meanwhile; None: it failed).
 QueryVector: TypeAlias = "np.ndarray | Callable[[], np.ndarray | None]"
 
@@ -131,6 +133,8 @@ class _Pool:
     """The candidates of one query and what each stage found out about them."""
 
     query_vector: np.ndarray | None
+    #: The query's cosines with the stored vectors (None: no vector).
+    cosines: QueryCosines | None
     #: How many candidates a ranked list contributes (unbounded with a threshold).
     size: int
     threshold_mode: bool
@@ -194,11 +198,12 @@ def _candidates(
             response.mode = "bm25"
             response.notes.append(NO_MODEL_NOTE)
             ranked = _rank_text(index, text_query, wants_text, False, options)
-    vector_hits = (
+    cosines = (
         index.ensure_mirror().nearest(query_vector, size, options.threshold)
         if query_vector is not None
-        else {}
+        else None
     )
+    vector_hits = dict(cosines.hits) if cosines is not None else {}
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
     matches: list[Match] = []
     if ranked is not None:
@@ -215,12 +220,11 @@ def _candidates(
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
     if not candidate_ids:
         return None
-    if query_vector is not None:
-        missing = [i for i in candidate_ids if i not in vector_hits]
-        for chunk_id, stored in index.mirror.vectors_for(missing).items():
-            vector_hits[chunk_id] = float(stored @ query_vector)
+    if cosines is not None:
+        vector_hits.update(cosines.of([i for i in candidate_ids if i not in vector_hits]))
     return _Pool(
         query_vector=query_vector,
+        cosines=cosines,
         size=size,
         threshold_mode=threshold_mode,
         rows=early.rows_of(index, candidate_ids),
@@ -294,14 +298,14 @@ def _lend_relevance(
             options,
             reach,
             floor=None if lifted else _floor(options),
-            own=lambda ids: _own_scores(index, pool, ids, options),
+            own=lambda ids: _own_scores(pool, ids, options),
         )
-        _add_candidates(index, pool, pool.support, options)
+        _add_candidates(pool, pool.support, options)
     if direction is not None:
         pool.linked, pool.superseded = update_links(
             index, pool.rows, pool.hybrids, pool.support, text_query, direction, now
         )
-        _add_candidates(index, pool, pool.linked, options)
+        _add_candidates(pool, pool.linked, options)
 
 
 @dataclass(slots=True)
@@ -492,24 +496,17 @@ def window_factor(day: date | None, intent: TimeIntent) -> float:
     return WINDOW_OUTSIDE
 
 
-def _add_candidates(
-    index: MemoryIndex, pool: _Pool, lent: dict[int, float], options: SearchOptions
-) -> None:
+def _add_candidates(pool: _Pool, lent: dict[int, float], options: SearchOptions) -> None:
     """Score the entries that only came in through ``lent`` relevance (no text match)."""
-    pool.hybrids.update(
-        _own_scores(index, pool, [i for i in lent if i not in pool.hybrids], options)
-    )
+    pool.hybrids.update(_own_scores(pool, [i for i in lent if i not in pool.hybrids], options))
 
 
-def _own_scores(
-    index: MemoryIndex, pool: _Pool, ids: list[int], options: SearchOptions
-) -> dict[int, float]:
+def _own_scores(pool: _Pool, ids: list[int], options: SearchOptions) -> dict[int, float]:
     """The hybrid of entries that are no full-text match: their vector's alone (0 without
     vectors); their cosines are kept in ``pool.vectors``."""
-    if pool.query_vector is not None and ids:
-        fresh = [i for i in ids if i not in pool.vectors]
-        for chunk_id, vector in index.mirror.vectors_for(fresh).items():
-            pool.vectors[chunk_id] = max(0.0, min(1.0, float(vector @ pool.query_vector)))
+    if pool.cosines is not None and ids:
+        fresh = pool.cosines.of([i for i in ids if i not in pool.vectors])
+        pool.vectors.update((i, max(0.0, min(1.0, cosine))) for i, cosine in fresh.items())
     return {
         i: hybrid_score(pool.vectors.get(i), 0.0, options) if pool.vectors else 0.0 for i in ids
     }

@@ -59,6 +59,8 @@ class VectorMirror:
         self._dead = np.zeros(0, dtype=bool)
         self._pending_ids: list[int] = []
         self._pending_vecs: list[np.ndarray] = []
+        #: Counts the rebuilds: a product made before one has its vectors in other places.
+        self._generation = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -102,19 +104,67 @@ class VectorMirror:
         self, query: np.ndarray, k: int, *, exact: bool | None = None
     ) -> list[tuple[int, float]]:
         """Top ``k`` ``(chunk id, cosine)`` for a unit ``query``, best first."""
+        return self._knn(np.asarray(query, dtype=np.float32), k, exact)[0]
+
+    def nearest(self, query: np.ndarray, k: int, threshold: float | None) -> QueryCosines:
+        """The ``k`` nearest, or (``threshold`` given) all at or above it, and the way to read
+        any other chunk's cosine with ``query`` (see :class:`QueryCosines`)."""
+        query = np.asarray(query, dtype=np.float32)
+        hits, scores, generation = (
+            self._knn(query, k, None) if threshold is None else self._above(query, threshold)
+        )
+        return QueryCosines(self, query, dict(hits), scores, generation)
+
+    def above(self, query: np.ndarray, threshold: float) -> list[tuple[int, float]]:
+        """Every ``(chunk id, cosine)`` with cosine >= ``threshold`` (threshold mode), best first."""
+        return self._above(np.asarray(query, dtype=np.float32), threshold)[0]
+
+    def cosines(
+        self,
+        query: np.ndarray,
+        ids: Iterable[int],
+        scores: np.ndarray | None = None,
+        generation: int = -1,
+    ) -> dict[int, float]:
+        """The cosine with ``query`` of each of ``ids`` that has a vector, in their order: read
+        from ``scores`` (``query``'s product with every vector, made at ``generation``) where
+        it holds the vector, the others computed."""
+        order = list(dict.fromkeys(ids))
+        known: dict[int, float] = {}
+        rest: list[int] = []
         with self._lock:
             self._merge_pending()
-            columns, ids, dead, bits, mean = (
+            usable = scores if generation == self._generation else None
+            for chunk_id in order:
+                row = self._row_of.get(chunk_id)
+                if row is None:
+                    continue
+                if usable is not None and row < len(usable):
+                    known[chunk_id] = float(usable[row])
+                else:
+                    rest.append(chunk_id)
+            picked = self._columns[:, [self._row_of[i] for i in rest]] if rest else None
+        if picked is not None:
+            known.update(zip(rest, (query @ picked).tolist(), strict=True))
+        return {i: known[i] for i in order if i in known}
+
+    def _knn(
+        self, query: np.ndarray, k: int, exact: bool | None
+    ) -> tuple[list[tuple[int, float]], np.ndarray | None, int]:
+        """:meth:`knn`, the product with every vector (None: pre-selected) and its generation."""
+        with self._lock:
+            self._merge_pending()
+            columns, ids, dead, bits, mean, generation = (
                 self._columns,
                 self._ids,
                 self._dead,
                 self._bits,
                 self._mean,
+                self._generation,
             )
         n = len(ids)
         if n == 0 or k <= 0:
-            return []
-        query = np.asarray(query, dtype=np.float32)
+            return [], None, generation
         use_exact = exact if exact is not None else n < EXACT_BELOW
         if use_exact:
             scores = _products(columns, query)  # no fancy indexing: a copy costs more
@@ -131,28 +181,32 @@ class VectorMirror:
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.argsort(-scores[best])]
         chosen = best if rows is None else rows[best]
-        return [
+        found = [
             (int(ids[r]), float(scores[b]))
             for r, b in zip(chosen, best, strict=True)
             if np.isfinite(scores[b])
         ]
+        return found, scores if rows is None else None, generation
 
-    def nearest(self, query: np.ndarray, k: int, threshold: float | None) -> dict[int, float]:
-        """Cosines by chunk id: the ``k`` nearest, or (``threshold`` given) all at or above it."""
-        return dict(self.knn(query, k) if threshold is None else self.above(query, threshold))
-
-    def above(self, query: np.ndarray, threshold: float) -> list[tuple[int, float]]:
-        """Every ``(chunk id, cosine)`` with cosine >= ``threshold`` (threshold mode), best first."""
+    def _above(
+        self, query: np.ndarray, threshold: float
+    ) -> tuple[list[tuple[int, float]], np.ndarray | None, int]:
+        """:meth:`above`, the product with every vector and its generation."""
         with self._lock:
             self._merge_pending()
-            columns, ids, dead = self._columns, self._ids, self._dead
+            columns, ids, dead, generation = (
+                self._columns,
+                self._ids,
+                self._dead,
+                self._generation,
+            )
         if len(ids) == 0:
-            return []
-        scores = _products(columns, np.asarray(query, dtype=np.float32))
+            return [], None, generation
+        scores = _products(columns, query)
         scores[dead] = -np.inf
         rows = np.nonzero(scores >= threshold)[0]
         rows = rows[np.argsort(-scores[rows])]
-        return [(int(ids[r]), float(scores[r])) for r in rows]
+        return [(int(ids[r]), float(scores[r])) for r in rows], scores, generation
 
     # -- internals (call with the lock held) --
 
@@ -212,12 +266,37 @@ class VectorMirror:
         if recenter and columns.shape[1]:
             # Signs of raw sentence embeddings are skewed; centring first makes the bits informative.
             self._mean = columns.mean(axis=1).astype(np.float32)
+        self._generation += 1
         self._ids = ids
         self._buffer = columns
         self._columns = columns
         self._bits = _sign_bits(columns, self._mean)
         self._dead = np.zeros(len(ids), dtype=bool)
         self._row_of = {int(i): r for r, i in enumerate(ids)}
+
+
+class QueryCosines:
+    """One query's cosines with the mirror's vectors: its nearest (``hits``), and any chunk's
+    by :meth:`of`, read from the product that found them (a search asks for a few dozen more:
+    its full-text matches, their neighbours), computed only where it has none."""
+
+    def __init__(
+        self,
+        mirror: VectorMirror,
+        query: np.ndarray,
+        hits: dict[int, float],
+        scores: np.ndarray | None,
+        generation: int,
+    ) -> None:
+        self.hits = hits
+        self._mirror = mirror
+        self._query = query
+        self._scores = scores
+        self._generation = generation
+
+    def of(self, ids: Iterable[int]) -> dict[int, float]:
+        """The cosine of each of ``ids`` that has a vector (the others are left out)."""
+        return self._mirror.cosines(self._query, ids, self._scores, self._generation)
 
 
 def _products(columns: np.ndarray, query: np.ndarray) -> np.ndarray:
