@@ -45,6 +45,15 @@ def test_keyword_hit_needs_every_content_term() -> None:
     assert not contains_all_terms("Debugged file.py", "watcher file.py")
 
 
+def test_keyword_hit_is_a_whole_word_whatever_the_case() -> None:
+    assert contains_all_terms("Met CAT at the Café", "cat café")
+    assert contains_all_terms("Met CAT at the cafe", "cat CAFE")
+    assert not contains_all_terms("concatenate the files", "cat files")  # inside a word
+    assert not contains_all_terms("the file and py", "file.py")  # a phrase's words, apart
+    assert contains_all_terms("see file-py here", "file.py")  # its words, in that order
+    assert not contains_all_terms("plain ascii text", "旺财 text")
+
+
 def test_very_common_words_are_pruned_from_match_but_never_all() -> None:
     shares = {"people": 0.4, "said": 0.3, "adoption": 0.001}
     share = shares.get

@@ -125,6 +125,13 @@ def contains_all_terms(text: str, query: str) -> bool:
     terms = _parse_query(query)
     if not terms:
         return False
+    if text.isascii():
+        # Most candidates lack a word outright: a substring test says so without splitting
+        # the text into words (a word of its words is a substring of it; the reverse the exact
+        # test below decides).
+        low = text.lower()
+        if not all(word in low for term in terms for word in term):
+            return False
     body = _spaced_words(text)
     return all(" " + " ".join(term) + " " in body for term in terms)
 
