@@ -323,11 +323,11 @@ def _shares_word(words: Set[str], text: str) -> bool:
 
 def _cosines(index: MemoryIndex, seed: int, others: list[int]) -> dict[int, float]:
     """The cosine of each of ``others`` with ``seed`` (0.0 where either has no vector yet)."""
-    vectors = index.mirror.vectors_for([seed, *others])
-    if seed not in vectors:
+    mine = index.mirror.vectors_for([seed]).get(seed)
+    if mine is None:
         return dict.fromkeys(others, 0.0)
-    mine = vectors[seed]
-    return {i: float(mine @ vectors[i]) if i in vectors else 0.0 for i in others}
+    found = index.mirror.cosines(mine, others)
+    return {i: found.get(i, 0.0) for i in others}
 
 
 def memory_entries_changed(
