@@ -471,7 +471,11 @@ def test_matches_ranked_once_answer_as_the_one_query_does(engine: MemoryEngine) 
     assert ranked is not None
     for limit in (None, 1, 2, 10):
         for also in ((), ids[-1:], [ids[-1], 999_999], ids[1:]):
-            assert ranked.take(limit, also) == index.fts_matches(query, limit, also=also)
+            expected = index.fts_matches(query, limit, also=also)
+            assert ranked.take(limit, also) == expected
+            for asked in (1, 2, 3, len(ids), len(ids) + 5):  # the best, taken before
+                best = (ranked.take(asked), asked)
+                assert ranked.take(limit, also, best=best) == expected, (limit, also, asked)
     assert index.rank_matches("  ?! ") is None  # nothing worth searching
     # ranking another query on this thread retires the first one's matches
     assert index.rank_matches("watcher race condition") is not None

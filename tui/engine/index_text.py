@@ -53,9 +53,19 @@ class RankedMatches:
         self._local = local
         self._fill = fill
 
-    def take(self, limit: int | None, also: Sequence[int] = ()) -> list[Match]:
+    def take(
+        self,
+        limit: int | None,
+        also: Sequence[int] = (),
+        *,
+        best: tuple[list[Match], int] | None = None,
+    ) -> list[Match]:
         """What :meth:`FullTextReads.fts_matches` answers: the matches among ``also`` (best
-        first), then the best ``limit`` others."""
+        first), then the best ``limit`` others.
+
+        ``best``: what an earlier ``take(n)`` answered, and ``n``; the best matches are taken
+        from it when it holds enough of them (sorting every match again costs a scan of them
+        all, most of a take's time when a common word matched thousands)."""
         if getattr(self._local, "ranks_fill", None) != self._fill:
             raise RuntimeError("these matches were replaced by another query's on this thread")
         columns = f"SELECT id, rank, own, context FROM {_RANKS}"
@@ -67,13 +77,23 @@ class RankedMatches:
                 if also
                 else []
             )
-            best = f"{columns} ORDER BY rank"
-            if limit is not None:
-                best += f" LIMIT {int(limit) + len(wanted)}"
-            others: list[Match] = self._conn.execute(best).fetchall()
+            if best is not None and _enough(best, limit, len(wanted)):
+                others = best[0]
+            else:
+                query = f"{columns} ORDER BY rank"
+                if limit is not None:
+                    query += f" LIMIT {int(limit) + len(wanted)}"
+                others = self._conn.execute(query).fetchall()
         except sqlite3.Error:  # the index file was replaced meanwhile (its readers closed)
             return []
         return _named_first(wanted, others, limit)
+
+
+def _enough(best: tuple[list[Match], int], limit: int | None, named: int) -> bool:
+    """Whether ``best`` (the best matches, as many as were asked for) holds the best ``limit``
+    matches that are not among ``named`` others: all the matches there are, or enough."""
+    matches, asked = best
+    return len(matches) < asked or limit is not None and len(matches) >= limit + named
 
 
 def _named_first(named: list[Match], ranked: list[Match], limit: int | None) -> list[Match]:

@@ -192,12 +192,13 @@ def _candidates(
         # The text is ranked first, while the vector being computed gets ready.
         ranked = _rank_text(index, text_query, wants_text, True, options)
         if ranked is not None:
-            early = read_early(index, ranked.take(text_limit), text_query, options)
+            early = read_early(index, ranked, text_limit, size, text_query, options)
         query_vector = query_vector()
         if query_vector is None:  # the embedding failed (the caller may say why instead)
             response.mode = "bm25"
             response.notes.append(NO_MODEL_NOTE)
             ranked = _rank_text(index, text_query, wants_text, False, options)
+            early.best = None  # of the matches as first ranked
     cosines = (
         index.ensure_mirror().nearest(query_vector, size, options.threshold)
         if query_vector is not None
@@ -207,7 +208,7 @@ def _candidates(
     also = list(dict.fromkeys([*vector_hits, *window_ids]))[:THRESHOLD_TEXT_LIMIT]
     matches: list[Match] = []
     if ranked is not None:
-        matches = ranked.take(text_limit, also)
+        matches = ranked.take(text_limit, also, best=early.best)
     elif wants_text and not ranked_first:
         matches = index.fts_matches(
             text_query,
