@@ -171,3 +171,15 @@ def test_a_query_s_cosines_are_read_from_its_product_and_stay_right_after_writes
     above = mirror.nearest(query, 5, 0.0)
     assert all(cosine >= 0.0 for cosine in above.hits.values())
     assert abs(above.of([105])[105] - float(vectors[105] @ query)) < 1e-5
+
+
+def test_sign_bits_are_numpy_s_packed_signs_for_any_width() -> None:
+    rng = np.random.default_rng(19)
+    for dims in (13, 64, 100):
+        rows = rng.standard_normal((5000, dims)).astype(np.float32)
+        mean = 0.1 * rng.standard_normal(dims).astype(np.float32)
+        expected = np.zeros((5000, (dims + 63) // 64 * 8), dtype=np.uint8)
+        packed = np.packbits(rows - mean > 0, axis=1)
+        expected[:, : packed.shape[1]] = packed
+        got = vectors_module._sign_bits(np.ascontiguousarray(rows.T), mean)
+        np.testing.assert_array_equal(got, expected.view(np.uint64))

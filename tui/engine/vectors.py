@@ -36,8 +36,9 @@ GROWTH = 1.25
 #: worker thread: it reads the whole matrix, and one core's memory bandwidth bounds it (100k
 #: vectors: 5.9 -> 5.1 ms of wall time; at 10k both take 0.62 ms, the worker costs CPU).
 SPLIT_FROM = 50_000
-#: Vectors copied into the columns at a time when the mirror is loaded (a few MB each).
-LOAD_BLOCK = 4_096
+#: Vectors copied into the columns at a time when the mirror is loaded: a block that stays in
+#: the cache transposes fastest (10k vectors: 4 ms in blocks of 64, 8 ms in blocks of 4,096).
+LOAD_BLOCK = 64
 
 _second_half: ThreadPoolExecutor | None = None
 _second_half_lock = threading.Lock()
@@ -324,15 +325,27 @@ def _sign_bits(columns: np.ndarray, mean: np.ndarray | None = None) -> np.ndarra
 
     Done in slices: centring all vectors at once made a float32 copy of them.
     """
-    words = (columns.shape[0] + 63) // 64
-    out = np.zeros((columns.shape[1], words * 8), dtype=np.uint8)
-    for start in range(0, columns.shape[1], 4096):
-        part = columns[:, start : start + 4096].T
+    dims, count = columns.shape
+    out = np.zeros((count, (dims + 63) // 64 * 8), dtype=np.uint8)
+    for start in range(0, count, 4096):
+        part = columns[:, start : start + 4096]
         if mean is not None:
-            part = part - mean
-        packed = np.packbits(part > 0, axis=1)
-        out[start : start + len(packed), : packed.shape[1]] = packed
+            part = part - mean[:, None]
+        out[start : start + part.shape[1], : (dims + 7) // 8] = _packed_signs(part).T
     return out.view(np.uint64)
+
+
+def _packed_signs(part: np.ndarray) -> np.ndarray:
+    """``np.packbits(part > 0, axis=0)``: 8 dimensions a byte, the first in the highest bit.
+    Shifted and or-ed by rows of bytes: ``packbits`` down the columns took 6x as long."""
+    dims, count = part.shape
+    signs = np.zeros(((dims + 7) // 8 * 8, count), dtype=np.uint8)
+    np.greater(part, 0, out=signs[:dims].view(bool))
+    grouped = signs.reshape(-1, 8, count)
+    packed = grouped[:, 0] << 7
+    for bit in range(1, 8):
+        packed |= grouped[:, bit] << (7 - bit)
+    return packed
 
 
 def columns_of_blobs(
