@@ -268,11 +268,11 @@ def fuse_attention(model: bytes) -> bytes | None:
     is not shaped as expected (or not understood): load it as it is then."""
     view = memoryview(model)
     try:
-        graph = _the_graph(view)
-        if graph is None:
+        found = _the_graph(view)
+        if found is None:
             return None
-        assert isinstance(graph.value, memoryview)
-        pieces = _rewrite(graph.value)
+        graph, body = found
+        pieces = _rewrite(body)
     except (_Malformed, _NoMatch, UnicodeDecodeError, struct.error):
         return None
     opset = _len_field(

@@ -268,10 +268,12 @@ def _rewrite_graph(graph: memoryview) -> tuple[list[bytes | memoryview], int] | 
     return pieces, len(replaced)
 
 
-def _the_graph(model: memoryview) -> _Field | None:
-    """The model's one graph record (None: not exactly one)."""
+def _the_graph(model: memoryview) -> tuple[_Field, memoryview] | None:
+    """The model's one graph record and its bytes (None: not exactly one)."""
     graphs = [r for r in _fields(model) if r.number == _MODEL_GRAPH and r.wire == _LEN]
-    return graphs[0] if len(graphs) == 1 else None
+    if len(graphs) != 1 or not isinstance(graphs[0].value, memoryview):
+        return None
+    return graphs[0], graphs[0].value
 
 
 def _with_graph(
@@ -290,11 +292,11 @@ def gather_dequantized_rows(model: bytes) -> tuple[bytes, int] | None:
     """
     view = memoryview(model)
     try:
-        graph = _the_graph(view)
-        if graph is None:
+        found = _the_graph(view)
+        if found is None:
             return None
-        assert isinstance(graph.value, memoryview)
-        rewritten = _rewrite_graph(graph.value)
+        graph, body = found
+        rewritten = _rewrite_graph(body)
     except (_Malformed, UnicodeDecodeError):
         return None
     if rewritten is None:

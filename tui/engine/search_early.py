@@ -3,10 +3,10 @@ another thread (:func:`read_early`).
 
 These are reads the search makes anyway, after the vector arrives, when it was not started
 early: the best matches (a few more than the search takes: with the vector's candidates among
-them, the best others are still known), their rows and the query's idf. Made sooner, on the thread that would otherwise
-wait, they leave less to do once the vector is there. (Their keyword hits were tried too: a
-search tests only some of its candidates, and testing all of them early cost 0.4 ms of CPU for
-0.05 ms less wait.)
+them, the best others are still known), their rows and the query's idf. Made sooner, on the
+thread that would otherwise wait, they leave less to do once the vector is there. (Their
+keyword hits were tried too: a search tests only some of its candidates, and testing all of
+them early cost 0.4 ms of CPU for 0.05 ms less wait.)
 """
 
 from __future__ import annotations
