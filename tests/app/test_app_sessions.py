@@ -25,9 +25,12 @@ from support.pilot import (
     wait_until,
 )
 from textual import events
+from textual.message import Message
 from textual.widgets import Static
 
+from tui.app.messages import WorkbenchMessage
 from tui.app.widgets.chat_transcript import transcript_messages
+from tui.app.widgets.session_list import SessionList
 from tui.chat.chat import ChatEngine
 from tui.chat.sessions import SessionStore
 from tui.engine.embeddings import Embedder
@@ -82,6 +85,41 @@ async def test_switching_sessions_flushes_the_one_left(
             ("assistant", "Alfama is lovely in March."),
         ]
         assert app.main_screen.header.session_title == "tell me about Alfama"
+
+
+async def test_a_first_message_s_session_is_listed_while_its_answer_streams(
+    engine: ChatEngine, server: FakeOpenAI
+) -> None:
+    """Sent with no session open, a message opens one: listed once the turn's messages are
+    shown (listing it in their frame made a turn's start stall), before the answer ends."""
+    server.enqueue(FakeOpenAI.text([f"word{n} " for n in range(12)], chunk_delay=0.25))
+    app = build_app(engine)
+    # in the order they arrived: each listing's (ids, messages shown, answering), and the
+    # name of each event the workbench published
+    arrived: list[tuple[list[str], int, bool] | str] = []
+
+    def hook(message: Message) -> None:
+        if isinstance(message, SessionList.Loaded):
+            pane = app.main_screen.chat_pane
+            arrived.append(([info.id for info in message.sessions], len(pane.messages), pane.busy))
+        elif isinstance(message, WorkbenchMessage):
+            arrived.append(type(message.event).__name__)
+
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await ready(pilot)
+        pane, listed = app.main_screen.chat_pane, app.main_screen.session_list
+        assert app.main_screen.active_session is None and not listed.infos
+        pane.chat_input.focus()
+        await pilot.press(*"hello there", "enter")
+        await wait_until(pilot, lambda: listed.option_list.option_count == 1, "the session listed")
+        session = app.main_screen.active_session
+        first = next(
+            i for i, item in enumerate(arrived) if not isinstance(item, str) and session in item[0]
+        )
+        assert arrived[first][1:] == (2, True)  # the user's message and the answer's, streaming
+        assert "InjectionBuilt" in arrived[:first]  # the turn's messages were shown before
+        assert listed.option_list.get_option_at_index(0).id == session
+        await wait_until(pilot, lambda: not pane.busy, "the answer's end")
 
 
 async def test_a_resumed_session_shows_its_tool_calls(engine: ChatEngine) -> None:

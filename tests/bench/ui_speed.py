@@ -602,6 +602,10 @@ async def stream_once(
     session = main.active_session
     main.action_new_session()
     await _wait(lambda: main.active_session not in (None, session) and not main.chat_pane.messages)
+    # As a user sees it before typing: the new session listed, and that list on screen (the
+    # list read in a worker was drawn in the frame of the send when the message went at once).
+    await _wait(lambda: any(info.id == main.active_session for info in main.session_list.infos))
+    await painted(app)
     pieces = stream_pieces(tokens)
     full = "".join(pieces)
     server.enqueue({"text": pieces, "chunk_delay": gap})

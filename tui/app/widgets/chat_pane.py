@@ -538,13 +538,16 @@ opened again, after a quit too.
         if status is None:
             return
         if self.busy:
-            status.update(Text("answering… (Escape stops)", style="italic"))
+            line = Text("answering… (Escape stops)", style="italic")
         elif isinstance(self.screen.focused, ChatMessage):
-            status.update(Text(MESSAGE_KEYS, style="italic"))
+            line = Text(MESSAGE_KEYS, style="italic")
         elif self.llm_problem:
-            status.update(Text("memory only: no model configured", style="italic"))
+            line = Text("memory only: no model configured", style="italic")
         else:
-            status.update(Text(self.model, style="dim"))
+            line = Text(self.model, style="dim")
+        # One line, as wide as the pane whatever it says: no layout (a turn's start pays for
+        # the whole screen's reflow once, with its messages, not again for this line).
+        status.update(line, layout=False)
 
     def on_descendant_focus(self) -> None:
         self._show_status()  # a focused message: its keys on the status line

@@ -36,6 +36,7 @@ from tui.chat.events import (
     ChatEvent,
     FlushStarted,
     IndexOutcome,
+    InjectionBuilt,
     SessionOpened,
     TriggerEvent,
     TurnEnded,
@@ -97,6 +98,7 @@ class Desk(Horizontal):
         super().__init__(*children, id=id)
         self._workbench: Workbench | None = None
         self._progress_clock = ProgressClock()
+        self._list_when_turn_runs = False
 
     @property
     def workbench(self) -> Workbench:
@@ -177,6 +179,8 @@ class Desk(Horizontal):
             self._session_opened(event.session_id)
         elif isinstance(event, ChatEvent | TurnOpened | TurnEnded):
             self.chat_pane.post_message(message)
+            if isinstance(event, InjectionBuilt):
+                self._list_new_session()
         elif isinstance(event, IndexOutcome):
             self._index_synced(event)
         elif isinstance(event, FlushStarted | TriggerEvent):
@@ -325,8 +329,8 @@ class Desk(Horizontal):
             if first_message is not None:
                 self.chat_pane.busy = False  # the message waiting for it is not sent
             raise
-        self.session_list.reload()
         if first_message is None:
+            self.session_list.reload()
             # an answer started meanwhile: the new session waits
             if self.still_answering("still answering — Escape stops it, then switch"):
                 return
@@ -334,7 +338,15 @@ class Desk(Horizontal):
         self._open(info.id)
         self.session_title = info.title
         if first_message is not None:
+            # Listed once the turn's messages are on screen (its injection built, or it
+            # ended): redrawing the list in their frame made that frame a stall.
+            self._list_when_turn_runs = True
             self._run_turn(first_message)
+
+    def _list_new_session(self) -> None:
+        if self._list_when_turn_runs:
+            self._list_when_turn_runs = False
+            self.session_list.reload()
 
     def _title_of(self, session_id: str) -> str:
         for info in self.session_list.infos:
@@ -425,6 +437,8 @@ class Desk(Horizontal):
         except Exception:  # before the turn opened (none open, one running): nothing to wait for
             self.chat_pane.busy = False
             raise
+        finally:
+            self._list_new_session()
 
     def _on_chat_pane_stop_requested(self) -> None:
         self.workbench.stop_turn()
