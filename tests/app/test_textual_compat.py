@@ -53,6 +53,17 @@ def test_text_area_key_handler_that_chat_input_overrides() -> None:
     assert ChatInput._on_key is not TextArea._on_key
 
 
+def test_tree_invalidation_that_daily_log_tree_defers() -> None:
+    from textual.widgets import Tree
+    from textual.widgets.tree import TreeNode
+
+    from tui.app.panels.daily_log_tree import DailyLogTree
+
+    for changes in (TreeNode.add, TreeNode.expand, TreeNode.remove, TreeNode.remove_children):
+        assert "_invalidate()" in inspect.getsource(changes), f"{changes.__qualname__} moved"
+    assert DailyLogTree._invalidate is not Tree._invalidate
+
+
 def test_command_palette_internals() -> None:
     assert isinstance(compat.palette_search_group(), str)
     assert callable(getattr(CommandPalette, "_select_or_command", None)), (

@@ -2,9 +2,10 @@
 
 Textual moves its internals in minor releases. Each name here is checked by
 ``tests/app/test_textual_compat.py``, whose failure names the internal that moved, instead of
-streaming, folding or a key quietly breaking. Two private methods are overridden where they
+streaming, folding or a key quietly breaking. Three private methods are overridden where they
 belong, and checked there too: ``MarkdownBlock._update_from_block`` (``GrowingList`` in
-``widgets/chat_markdown.py``) and ``TextArea._on_key`` (``widgets/chat_input.py``).
+``widgets/chat_markdown.py``), ``TextArea._on_key`` (``widgets/chat_input.py``) and
+``Tree._invalidate`` (``DailyLogTree`` in ``panels/daily_log_tree.py``).
 """
 
 from __future__ import annotations

@@ -257,6 +257,10 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         with VerticalScroll(id="daily-view-scroll"):
             yield Markdown("", id="daily-view")
 
+    @property
+    def _tree(self) -> DailyLogTree[_NodeRef]:
+        return self.query_one("#daily-tree", DailyLogTree)
+
     def on_mount(self) -> None:
         self.reload()
 
@@ -352,14 +356,15 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
             expanded |= {newest.month, newest.path}
             if first_load:
                 self._shown = (newest.path, "")
-        tree.clear()
-        for month, logs in self._by_month.items():
-            day = logs[0].day
-            label = f"{day:%Y-%m · %B %Y}" if day else "undated"
-            node = tree.root.add(Text(label), _NodeRef("month", month))
-            if month in expanded:
-                self._fill(node, expanded)
-                node.expand()
+        with self._tree.adding():
+            tree.clear()
+            for month, logs in self._by_month.items():
+                day = logs[0].day
+                label = f"{day:%Y-%m · %B %Y}" if day else "undated"
+                node = tree.root.add(Text(label), _NodeRef("month", month))
+                if month in expanded:
+                    self._fill(node, expanded)
+                    node.expand()
         # Keep the cursor where the user left it (a flush may reload the tree while they browse).
         for node in _walk(tree.root):
             if node.data and node.data.key == cursor_key:
@@ -382,20 +387,21 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         ref = node.data
         if ref is None or node.children:
             return
-        if ref.kind == "month":
-            for log in self._by_month.get(ref.key, []):
-                child = node.add(Text(log.label), _NodeRef("log", log.path, log))
-                child.allow_expand = bool(log.entries)
-                if expanded is not None and log.path in expanded:
-                    self._fill(child)
-                    child.expand()
-        elif ref.kind == "log" and ref.log is not None:
-            log = ref.log
-            for entry in log.entries:
-                node.add_leaf(
-                    Text(f"{entry.title}  L{entry.start_line}"),
-                    _NodeRef("entry", f"{log.path}#L{entry.start_line}", log, entry),
-                )
+        with self._tree.adding():
+            if ref.kind == "month":
+                for log in self._by_month.get(ref.key, []):
+                    child = node.add(Text(log.label), _NodeRef("log", log.path, log))
+                    child.allow_expand = bool(log.entries)
+                    if expanded is not None and log.path in expanded:
+                        self._fill(child)
+                        child.expand()
+            elif ref.kind == "log" and ref.log is not None:
+                log = ref.log
+                for entry in log.entries:
+                    node.add_leaf(
+                        Text(f"{entry.title}  L{entry.start_line}"),
+                        _NodeRef("entry", f"{log.path}#L{entry.start_line}", log, entry),
+                    )
 
     @on(Tree.NodeExpanded, "#daily-tree")
     def _node_expanded(self, event: Tree.NodeExpanded[_NodeRef]) -> None:
