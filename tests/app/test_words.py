@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.segment import Segment
 from support.pilot import SIZE, PanelHost, build_app, ready, text_of, wait_until
 from support.workspaces import write_workspace
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -102,6 +102,41 @@ async def test_a_long_daily_label_is_cut_with_an_ellipsis_and_keeps_its_line_num
         await pilot.pause()
         lines = [tree.render_line(y).text.rstrip() for y in range(tree.size.height)]
         assert any(line.endswith(f"{LONG_TITLE}  L3") for line in lines)  # room: whole again
+
+
+@pytest.mark.parametrize("width", [24, 40, 90])
+async def test_a_daily_label_s_measured_width_is_the_width_drawn(width: int) -> None:
+    """The tree measures every label at each layout: measured without drawing it, the width is
+    what is drawn (a cut label's at most the room, a wide character may leave one cell)."""
+    from rich.style import Style
+
+    from tui.app.panels.daily_log_tree import DailyLogTree
+
+    labels = [
+        "2026-11",
+        "Short  L3",
+        f"{LONG_TITLE}  L12",
+        LONG_TITLE,
+        "x  L12345678",
+        "春の庭の計画と種まきの準備について  L9",
+    ]
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DailyLogTree("memory/")
+
+    async with Host().run_test(size=(width, 20)) as pilot:
+        tree: DailyLogTree[None] = pilot.app.query_one(DailyLogTree)
+        tree.show_root = False
+        month = tree.root.add(labels[0], expand=True)
+        log = month.add("2026-11-20.md", expand=True)
+        nodes = [month, log] + [log.add_leaf(label) for label in labels[1:]]
+        await pilot.pause()
+        for node in nodes:
+            drawn = tree.render_label(node, Style(), Style()).cell_len
+            measured = tree.get_label_width(node)
+            assert measured - drawn in ((0, 1) if "春" in str(node.label) else (0,)), node.label
+        assert tree.max_scroll_x == 0  # every line fits: nothing to scroll to
 
 
 def _nodes(tree: Tree[object]) -> list[TreeNode[object]]:

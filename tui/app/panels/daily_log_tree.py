@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.widgets import Tree
@@ -58,20 +59,37 @@ class DailyLogTree(Tree[NodeData]):
 
     def render_label(self, node: TreeNode[NodeData], base_style: Style, style: Style) -> Text:
         text = super().render_label(node, base_style, style)
-        # (outer_size, not the region: looking the region up for each of a long tree's labels
-        # was most of laying the tree out)
-        width = self.outer_size.width - self.gutter.width
-        available = width - self._guide_width(node)
+        available = self._room(node)
         if available <= 0 or text.cell_len <= available:
             return text
-        _head, gap, tail = text.plain.rpartition(TAIL_GAP)
-        kept = len(gap) + len(tail) if gap and TAIL_GAP not in tail else 0
+        kept = _tail_length(text.plain)
         head_room = available - kept
         if head_room < 2:  # not even a character and the "…": the tree crops as it does
             return text
         head = text[: len(text.plain) - kept]
         head.truncate(head_room, overflow="ellipsis")
         return Text.assemble(head, text[len(text.plain) - kept :]) if kept else head
+
+    def get_label_width(self, node: TreeNode[NodeData]) -> int:
+        """The width of :meth:`render_label`'s text, without making it (the tree measures every
+        line's at each layout: half of laying out a long log's entries)."""
+        icon = ""
+        if node.allow_expand:
+            icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+        label = node.label
+        plain = label.plain if isinstance(label, Text) else label
+        width = cell_len(icon) + cell_len(plain)
+        available = self._room(node)
+        if available <= 0 or width <= available:
+            return width
+        if available - _tail_length(icon + plain) < 2:
+            return width
+        return available  # cut to fit (at most: a wide character may leave a cell)
+
+    def _room(self, node: TreeNode[NodeData]) -> int:
+        """Cells left for ``node``'s label beside its guides. (From the tree's size, not its
+        region: looking the region up for each label was most of laying the tree out.)"""
+        return self.outer_size.width - self.gutter.width - self._guide_width(node)
 
     def _guide_width(self, node: TreeNode[NodeData]) -> int:
         """Cells the guides take in front of ``node``'s label (one step per level below the
@@ -82,3 +100,10 @@ class DailyLogTree(Tree[NodeData]):
             depth += 1
             parent = parent.parent
         return max(0, depth) * self.guide_depth
+
+
+def _tail_length(plain: str) -> int:
+    """Characters at the end of a label that stay in view when it is cut: its last
+    :data:`TAIL_GAP` and what follows (none if the tail holds another gap, or no gap)."""
+    _head, gap, tail = plain.rpartition(TAIL_GAP)
+    return len(gap) + len(tail) if gap and TAIL_GAP not in tail else 0
