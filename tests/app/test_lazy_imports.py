@@ -91,6 +91,57 @@ def test_the_idle_app_imports_no_sdk_and_the_first_answer_waits_for_none(
     assert paths.index(("GET", "/v1/models")) < paths.index(("POST", "/v1/chat/completions"))
 
 
+#: A fresh interpreter's first request with a client never warmed up: the thread that imported
+#: each module of the SDK's chat resources, printed as JSON.
+COLD_REQUEST = """
+import asyncio, importlib.abc, json, sys, threading
+from pathlib import Path
+
+imported_on = {}
+
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("openai.resources.chat"):
+            imported_on.setdefault(name, threading.current_thread().name)
+        return None
+
+sys.meta_path.insert(0, Spy())
+from tui.chat.client import LLMClient, StreamEnd
+from tui.chat.config import load_config
+
+async def main():
+    env = {"OPENAI_BASE_URL": sys.argv[1], "MEMDECK_MODEL": "fake-model"}
+    config = load_config(Path(sys.argv[2]), env=env, overrides={"max_retries": 0})
+    pieces = [p async for p in LLMClient(config.llm).stream_chat([{"role": "user", "content": "hi"}])]
+    loop_thread = threading.current_thread().name
+    print(json.dumps({"on_loop": sorted(m for m, t in imported_on.items() if t == loop_thread),
+                      "imported": len(imported_on), "ended": isinstance(pieces[-1], StreamEnd)}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_cold_client_s_first_request_imports_the_chat_sdk_off_the_loop(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    """Sent before any key warmed the client up, the first request made its client in a
+    thread but imported the SDK's chat modules on the event loop: ~40-65 ms of one turn of the
+    loop at the start of that answer."""
+    server.enqueue(FakeOpenAI.text(["Hello ", "there."]))
+    done = subprocess.run(
+        [sys.executable, "-c", COLD_REQUEST, server.base_url, str(tmp_path / "no-config.toml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["ended"] and report["imported"] > 0
+    assert report["on_loop"] == []
+
+
 def test_an_outside_edit_made_while_the_app_was_closed_is_committed_at_start(
     tmp_path: Path, server: FakeOpenAI, embedder: Embedder
 ) -> None:

@@ -194,14 +194,15 @@ class LLMClient:
         return client
 
     async def open_async_client(self) -> openai.AsyncOpenAI:
-        """The async client for the running loop, made in a thread the first time (so the
-        loop, a UI's, is not held up while the SSL context and HTTP client are built)."""
+        """The async client for the running loop, made in a thread the first time with its
+        chat resources imported (so the loop, a UI's, is not held up while the SSL context and
+        HTTP client are built, nor for the SDK's ~60 ms of chat modules at the first request)."""
         loop = asyncio.get_running_loop()
         with self._lock:
             client = self._async.get(loop)
         if client is not None:
             return client
-        return await asyncio.to_thread(self.async_client, loop)
+        return await asyncio.to_thread(self._chat_ready_client, loop)
 
     async def warm_up(self) -> None:
         """Make the first request as quick as the next ones, without holding up the running
@@ -209,7 +210,7 @@ class LLMClient:
         resources imported; then a connection opened to the configured server by listing its
         models. Whatever the server answers, or its failure, is ignored: the real request
         reports a dead server."""
-        client = await asyncio.to_thread(self._chat_ready_client, asyncio.get_running_loop())
+        client = await self.open_async_client()
         with contextlib.suppress(Exception):
             await client.with_options(max_retries=0).models.list()
 
