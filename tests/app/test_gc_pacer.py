@@ -1,13 +1,17 @@
-"""The garbage-collection pacer: full collections wait for a quiet app, never forever."""
+"""The garbage-collection pacer: full collections wait for a quiet app, never forever; a quiet
+app gives the index's caches back."""
 
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Iterator
 
 import pytest
+from support.pilot import SIZE, build_app, ready, wait_until
 
 from tui.app.gc_pacer import DUE_AFTER, FORCE_AFTER, GcPacer
+from tui.chat.chat import ChatEngine
 
 
 @pytest.fixture
@@ -79,3 +83,31 @@ def test_a_stopped_pacer_never_collects(restore_gc: None) -> None:
     pacer = GcPacer(quiet_seconds=0.0)
     young_collections(DUE_AFTER)
     assert not pacer.check()
+
+
+def test_quiet_means_not_busy_and_no_input_for_the_quiet_time() -> None:
+    busy = True
+    pacer = GcPacer(busy=lambda: busy, quiet_seconds=0.05)
+    assert not pacer.quiet()  # busy: and the quiet time starts again after it
+    marked = pacer.last_activity
+    busy = False
+    assert not pacer.quiet()
+    time.sleep(0.06)
+    assert pacer.quiet()
+    assert pacer.last_activity == marked  # quiet since the last busy moment
+    pacer.note_activity()
+    assert pacer.last_activity > marked and not pacer.quiet()
+
+
+async def test_a_quiet_app_gives_the_index_s_caches_back_once_a_quiet_spell(
+    engine: ChatEngine,
+) -> None:
+    app = build_app(engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_until(pilot, lambda: app.memory_releases == 1, "a quiet moment")
+        await pilot.pause(1.5)
+        assert app.memory_releases == 1  # once a quiet spell, not at every check
+        app.main_screen.chat_pane.chat_input.focus()
+        await pilot.press("a")  # input: the next quiet spell gives them back again
+        await wait_until(pilot, lambda: app.memory_releases == 2, "the next quiet moment")

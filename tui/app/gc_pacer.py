@@ -73,6 +73,18 @@ class GcPacer:
         """The user did something (a key, the mouse): wait before collecting."""
         self._last_activity = time.monotonic()
 
+    @property
+    def last_activity(self) -> float:
+        """When the app was last busy or used (``time.monotonic()``), as far as it knows."""
+        return self._last_activity
+
+    def quiet(self) -> bool:
+        """True once the app has been quiet (no input, turn or indexing) for the quiet time."""
+        if self._busy():
+            self._last_activity = time.monotonic()
+            return False
+        return time.monotonic() - self._last_activity >= self._quiet_seconds
+
     def check(self) -> bool:
         """Run a full collection if one is due and the app is quiet (or overdue). True if it ran."""
         if not self.active:
@@ -80,12 +92,8 @@ class GcPacer:
         pending = gc.get_count()[2]
         if pending < DUE_AFTER:
             return False
-        if pending < FORCE_AFTER:
-            if self._busy():
-                self._last_activity = time.monotonic()
-                return False
-            if time.monotonic() - self._last_activity < self._quiet_seconds:
-                return False
+        if pending < FORCE_AFTER and not self.quiet():
+            return False
         gc.collect()
         self.collections += 1
         return True

@@ -14,7 +14,7 @@ from . import usage
 from .chunker import ChunkParams
 from .embeddings import Embedder, EmbeddingError, TextEmbedder, count_tokens_batch
 from .git_history import GitHistory
-from .heap import resident_mb
+from .heap import release_free_memory, resident_mb
 from .history_records import (
     CLI_WRITES,
     ORIGIN_SOURCES,
@@ -573,6 +573,12 @@ class MemoryEngine:
         if isinstance(self.embedder, HelperEmbedder):  # the model runs in its own process
             stats["helper_memory_mb"] = self.embedder.helper_rss_mb()  # None: stopped
         return stats
+
+    def release_memory(self) -> None:
+        """Give back what only speeds up the next read (the index's page caches), to the
+        operating system too: for the app's quiet moments. Blocking: for a thread."""
+        self.index.release_memory()
+        release_free_memory()  # glibc keeps freed pages in the process until trimmed
 
     def close(self) -> None:
         """Close the index and stop the embedder's helper process, if it has one."""
