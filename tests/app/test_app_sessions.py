@@ -93,7 +93,9 @@ async def test_a_first_message_s_session_is_listed_while_its_answer_streams(
     """Sent with no session open, a message opens one: listed once the turn's messages are
     shown (listing it in their frame made a turn's start stall), before the answer ends."""
     server.enqueue(FakeOpenAI.text([f"word{n} " for n in range(12)], chunk_delay=0.25))
-    app = build_app(engine)
+    # (no workspace watcher: it lists the sessions again whenever a transcript changes on disk,
+    # this one's too, ~50 ms after the write, whenever that falls on a loaded machine)
+    app = build_app(engine, watch=False)
     # in the order they arrived: each listing's (ids, messages shown, answering), and the
     # name of each event the workbench published
     arrived: list[tuple[list[str], int, bool] | str] = []

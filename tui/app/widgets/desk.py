@@ -4,12 +4,12 @@ It owns the session flow (resume, switch, new, rename, delete: each awaits the w
 worker and shows the result), the questions to the user (may the model forget more?), the
 consolidation's review, the conversation's wiring (a message the chat pane sends runs as the
 workbench's turn) and the memory actions (flush, reindex, reload the config, why?, loading the
-embedding model). Everything the workbench publishes arrives here
-as a :class:`~tui.app.messages.WorkbenchMessage` (the screen's one listener posts it): turn
-and session events go on to the chat pane, memory changes to the memory panels, index and
-trigger outcomes become log lines, toasts and the header's state. That state is the desk's
-reactives (:data:`HEADER_STATE`), which the screen shows in its header; the screen gives the
-desk the workbench (:meth:`Desk.attach`).
+embedding model). Everything the workbench publishes arrives here as a
+:class:`~tui.app.messages.WorkbenchMessage` (the screen's one listener posts it): turn and
+session events go on to the chat pane, memory changes to the memory panels, index and trigger
+outcomes become log lines, toasts and the header's state. That state is the desk's reactives
+(:data:`HEADER_STATE`), which the screen shows in its header; the screen gives the desk the
+workbench (:meth:`Desk.attach`).
 """
 
 from __future__ import annotations
@@ -114,11 +114,7 @@ class Desk(Horizontal):
 
     @staticmethod
     def widgets(
-        workbench: Workbench,
-        *,
-        config_file: Path,
-        now: date | None,
-        clock: Callable[[], datetime],
+        workbench: Workbench, *, config_file: Path, now: date | None, clock: Callable[[], datetime]
     ) -> list[Widget]:
         """The desk's sessions, chat and memory panels over ``workbench``."""
         from tui.app.panels.memory_panels import MemoryPanels
@@ -179,7 +175,7 @@ class Desk(Horizontal):
             self._session_opened(event.session_id)
         elif isinstance(event, ChatEvent | TurnOpened | TurnEnded):
             self.chat_pane.post_message(message)
-            if isinstance(event, InjectionBuilt):
+            if isinstance(event, InjectionBuilt):  # the turn's messages are on screen
                 self._list_new_session()
         elif isinstance(event, IndexOutcome):
             self._index_synced(event)
@@ -338,12 +334,10 @@ class Desk(Horizontal):
         self._open(info.id)
         self.session_title = info.title
         if first_message is not None:
-            # Listed once the turn's messages are on screen (its injection built, or it
-            # ended): redrawing the list in their frame made that frame a stall.
-            self._list_when_turn_runs = True
+            self._list_when_turn_runs = True  # (its redraw in their frame made it stall)
             self._run_turn(first_message)
 
-    def _list_new_session(self) -> None:
+    def _list_new_session(self) -> None:  # once its turn's messages are shown, or it is over
         if self._list_when_turn_runs:
             self._list_when_turn_runs = False
             self.session_list.reload()
