@@ -59,15 +59,12 @@ class DailyLogTree(Tree[NodeData]):
 
     def render_label(self, node: TreeNode[NodeData], base_style: Style, style: Style) -> Text:
         text = super().render_label(node, base_style, style)
-        available = self._room(node)
-        if available <= 0 or text.cell_len <= available:
+        cut = self._cut(node, text.cell_len, text.plain)
+        if cut is None:
             return text
-        kept = _tail_length(text.plain)
-        head_room = available - kept
-        if head_room < 2:  # not even a character and the "…": the tree crops as it does
-            return text
+        room, kept = cut
         head = text[: len(text.plain) - kept]
-        head.truncate(head_room, overflow="ellipsis")
+        head.truncate(room - kept, overflow="ellipsis")
         return Text.assemble(head, text[len(text.plain) - kept :]) if kept else head
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
@@ -77,19 +74,23 @@ class DailyLogTree(Tree[NodeData]):
         if node.allow_expand:
             icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
         label = node.label
-        plain = label.plain if isinstance(label, Text) else label
-        width = cell_len(icon) + cell_len(plain)
-        available = self._room(node)
-        if available <= 0 or width <= available:
-            return width
-        if available - _tail_length(icon + plain) < 2:
-            return width
-        return available  # cut to fit (at most: a wide character may leave a cell)
+        plain = icon + (label.plain if isinstance(label, Text) else label)
+        width = cell_len(plain)
+        cut = self._cut(node, width, plain)
+        return width if cut is None else cut[0]  # cut: at most (a wide character may leave a cell)
 
-    def _room(self, node: TreeNode[NodeData]) -> int:
-        """Cells left for ``node``'s label beside its guides. (From the tree's size, not its
-        region: looking the region up for each label was most of laying the tree out.)"""
-        return self.outer_size.width - self.gutter.width - self._guide_width(node)
+    def _cut(self, node: TreeNode[NodeData], width: int, plain: str) -> tuple[int, int] | None:
+        """``(cells left for the label, characters of its tail kept)`` when ``node``'s label,
+        ``width`` cells showing ``plain``, is cut to fit beside its guides; None when it is
+        drawn whole. (The room from the tree's size, not its region: looking the region up for
+        each label was most of laying the tree out.)"""
+        room = self.outer_size.width - self.gutter.width - self._guide_width(node)
+        if room <= 0 or width <= room:
+            return None
+        kept = _tail_length(plain)
+        if room - kept < 2:  # not even a character and the "…": the tree crops as it does
+            return None
+        return room, kept
 
     def _guide_width(self, node: TreeNode[NodeData]) -> int:
         """Cells the guides take in front of ``node``'s label (one step per level below the

@@ -288,7 +288,7 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         self.marked_line = line
         entry = next((e for e in log.entries if e.start_line <= line <= e.end_line), None)
         key = f"{path}#L{entry.start_line}" if entry is not None else path
-        tree = self.query_one("#daily-tree", Tree)
+        tree = self._tree
         for node in list(tree.root.children):
             if node.data is not None and node.data.key == log.month:
                 self._fill(node)
@@ -346,7 +346,7 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
         self._by_month = {}
         for log in self.logs:
             self._by_month.setdefault(log.month, []).append(log)
-        tree = self.query_one("#daily-tree", Tree)
+        tree = self._tree
         expanded = {node.data.key for node in _walk(tree.root) if node.data and node.is_expanded}
         cursor = tree.cursor_node
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
@@ -356,7 +356,7 @@ struck through, dimmed and labelled; **f** lists every forgotten memory, to rest
             expanded |= {newest.month, newest.path}
             if first_load:
                 self._shown = (newest.path, "")
-        with self._tree.adding():
+        with tree.adding():
             tree.clear()
             for month, logs in self._by_month.items():
                 day = logs[0].day
