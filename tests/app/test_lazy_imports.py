@@ -62,16 +62,23 @@ def run_probe(
     memory.close()
     if while_closed is not None:
         while_closed(workspace)
+    output = run_python(str(PROBE), str(workspace), server.base_url, timeout=280)
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
+def run_python(*args: str, timeout: float) -> str:
+    """What a fresh interpreter run from the repository with ``args`` prints (its failure
+    fails the test with its stderr)."""
     done = subprocess.run(
-        [sys.executable, str(PROBE), str(workspace), server.base_url],
+        [sys.executable, *args],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=timeout,
         cwd=ROOT,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done.stdout
 
 
 def test_the_idle_app_imports_no_sdk_and_the_first_answer_waits_for_none(
@@ -128,16 +135,10 @@ def test_a_cold_client_s_first_request_imports_the_chat_sdk_off_the_loop(
     thread but imported the SDK's chat modules on the event loop: ~40-65 ms of one turn of the
     loop at the start of that answer."""
     server.enqueue(FakeOpenAI.text(["Hello ", "there."]))
-    done = subprocess.run(
-        [sys.executable, "-c", COLD_REQUEST, server.base_url, str(tmp_path / "no-config.toml")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=False,
+    output = run_python(
+        "-c", COLD_REQUEST, server.base_url, str(tmp_path / "no-config.toml"), timeout=120
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.splitlines()[-1])
+    report = json.loads(output.splitlines()[-1])
     assert report["ended"] and report["imported"] > 0
     assert report["on_loop"] == []
 
