@@ -558,3 +558,73 @@ def test_a_big_index_ranks_the_text_while_the_query_is_embedded(
     assert [(r.path, r.start_line) for r in overlapped.results] == [
         (r.path, r.start_line) for r in inline.results
     ]
+
+
+def _names_log(tmp_path: Path, embedder: Embedder) -> MemoryEngine:
+    """A log where "Audrey" is in every entry and "Lisbon" in one (a conversation's speaker
+    names are in nearly all of its entries)."""
+    topics = ["walked the dogs", "baked bread", "fixed the bike", "read a novel", "planted herbs"]
+    topics += ["painted the fence", "called her sister", "cleaned the garage", "went swimming"]
+    entries = [f"- Audrey {topic} in the morning" for topic in topics]
+    entries.insert(2, "- Audrey booked a trip to Lisbon for March")
+    log = "# 2026-11-20\n\n" + "\n".join(entries) + "\n"
+    eng = MemoryEngine(
+        write_workspace(tmp_path / "ws", "# Long-term Memory\n", {"memory/2026-11-20.md": log}),
+        embedder=embedder,
+    )
+    eng.load_model()
+    eng.sync()
+    return eng
+
+
+def test_a_word_bm25_weighs_nothing_is_not_searched_beside_vectors(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word in half the entries or more gets FTS5's floor idf (1e-6): beside a rarer word of
+    the query it adds nothing to any rank, so it is not searched (every entry was a match to
+    rank) and the search answers as before, to the scores."""
+    import tui.engine.index_text as index_text
+
+    eng = _names_log(tmp_path, embedder)
+    index = eng.index
+    try:
+        query = "Audrey Lisbon"
+        every = index.fts_matches(query, None)
+        beside_vectors = index.fts_matches(query, None, vectors_ran=True)
+        # the Lisbon entry, and the next one by its context (the entry before it)
+        assert len(every) == 10 and len(beside_vectors) == 2
+        ranks = {row[0]: row[1:] for row in every}
+        for chunk_id, *rank in beside_vectors:
+            assert rank == pytest.approx(ranks[chunk_id], abs=1e-5)
+        kept = {row[0] for row in beside_vectors}
+        assert all(abs(rank[0]) < 1e-5 for i, rank in ranks.items() if i not in kept)
+        # reciprocal rank fusion counts matches by place: it keeps every word
+        assert len(index.fts_matches(query, None, vectors_ran=True, every_word=True)) == 10
+
+        question = "When is Audrey going to Lisbon?"
+        pruned = eng.search(question, now=NOW, min_score=0.0).results
+        monkeypatch.setattr(index_text, "WEIGHTY_TERM_SHARE", 0.0)  # the rule off
+        assert len(index.fts_matches(query, None, vectors_ran=True)) == 10
+        full = eng.search(question, now=NOW, min_score=0.0).results
+        assert [r.chunk_id for r in pruned] == [r.chunk_id for r in full]
+        assert [r.score for r in pruned] == pytest.approx([r.score for r in full], abs=1e-6)
+        assert "Lisbon" in pruned[0].text
+    finally:
+        eng.close()
+
+
+def test_rank_fusion_searches_every_word_of_the_query(tmp_path: Path, embedder: Embedder) -> None:
+    eng = _names_log(tmp_path, embedder)
+    statements: list[str] = []
+    eng.index._reader().set_trace_callback(statements.append)
+    try:
+        eng.search("Audrey Lisbon", now=NOW, min_score=0.0)
+        weighted = [s for s in statements if "MATCH" in s and "bm25" in s]
+        statements.clear()
+        eng.search("Audrey Lisbon", now=NOW, min_score=0.0, fusion="rrf")
+        fused = [s for s in statements if "MATCH" in s and "bm25" in s]
+    finally:
+        eng.index._reader().set_trace_callback(None)
+        eng.close()
+    assert weighted and all("audrey" not in s.lower() for s in weighted)
+    assert fused and all("audrey" in s.lower() for s in fused)

@@ -13,8 +13,12 @@ import sqlean as sqlite3
 from .index_db import FTS_TOKENIZER
 from .textsearch import SKIP_COMMON_FROM_CHUNKS, build_match_query, query_terms
 
-#: Below this many chunks every query term is searched, however common.
+#: Below this many chunks every query term is searched, however common (but see
+#: :meth:`FullTextReads._weightless`).
 MIN_CHUNKS_TO_PRUNE = 2000
+#: A word in at most this share of chunks makes the words in half of them or more weightless
+#: beside it (:meth:`FullTextReads._weightless`): its idf is at least ln 3 (1.1), theirs 1e-6.
+WEIGHTY_TERM_SHARE = 0.25
 
 
 #: Stems already asked for (the tokenizer never changes): three statements each otherwise, and
@@ -149,6 +153,7 @@ class FullTextReads:
         also: Sequence[int] = (),
         vectors_ran: bool = False,
         context_weight: float = 1.0,
+        every_word: bool = False,
     ) -> list[tuple[int, float, float, float]]:
         """``(chunk id, bm25 rank, rank of its own words, rank of its context's)`` of the best
         full-text matches (ranks: negative, lower is better; 0.0 where nothing matched).
@@ -159,8 +164,9 @@ class FullTextReads:
         ``context_weight``: what a word of a unit's context (the entry before it) counts for
         against one of its own text (1). The two parts say which words made the rank (they
         cost nothing measurable beside it; a second query for them cost 0.45 ms a search).
+        ``every_word``: match even the words bm25 weighs ~0 (:meth:`_weightless`).
         """
-        match = self._match(query, vectors_ran)
+        match = self._match(query, vectors_ran, every_word)
         if match is None:
             return []
         order = "rank"
@@ -187,12 +193,17 @@ class FullTextReads:
         return _named_first([row for row in rows if row[0] in named], rows, limit)
 
     def rank_matches(
-        self, query: str, *, vectors_ran: bool = False, context_weight: float = 1.0
+        self,
+        query: str,
+        *,
+        vectors_ran: bool = False,
+        context_weight: float = 1.0,
+        every_word: bool = False,
     ) -> RankedMatches | None:
         """Every full-text match of ``query`` ranked once, to be read by
         :meth:`RankedMatches.take` (None: nothing worth searching). Arguments as for
         :meth:`fts_matches`; the evaluation costs what one :meth:`fts_matches` costs."""
-        match = self._match(query, vectors_ran)
+        match = self._match(query, vectors_ran, every_word)
         if match is None:
             return None
         conn = self._reader()
@@ -217,14 +228,38 @@ class FullTextReads:
             return None
         return RankedMatches(conn, self._local, fill)
 
-    def _match(self, query: str, vectors_ran: bool) -> str | None:
-        """The MATCH expression of ``query`` (None: nothing worth searching)."""
+    def _match(self, query: str, vectors_ran: bool, every_word: bool = False) -> str | None:
+        """The MATCH expression of ``query`` (None: nothing worth searching). Beside vectors,
+        the words bm25 weighs ~0 are left out (:meth:`_weightless`) unless ``every_word``."""
         total = self._term_docs(())
         skip_common = vectors_ran and total >= SKIP_COMMON_FROM_CHUNKS
         words = [term[0] for term in query_terms(query) if len(term) == 1]
         if total >= MIN_CHUNKS_TO_PRUNE and len(words) > 1:
             self.doc_counts(words)  # words not seen yet: one statement, not four for each
-        return build_match_query(query, self._doc_share, skip_common=skip_common)
+        weightless = self._weightless(words, total) if vectors_ran and not every_word else set()
+        return build_match_query(
+            query, self._doc_share, skip_common=skip_common, leave_out=weightless
+        )
+
+    def _weightless(self, words: list[str], total: int) -> set[tuple[str, ...]]:
+        """The query's words in half the chunks or more, when it also has a word found in at
+        most ``WEIGHTY_TERM_SHARE`` of them (and at least one).
+
+        FTS5's bm25 clamps such a word's idf to 1e-6, so it adds ~nothing to any rank, and a
+        chunk that matches it alone ranks ~1e-6 of one holding the specific word: every text
+        score (max-, idf- or unit-scaled) leaves that chunk at ~0 either way. Searching it
+        only made every chunk a match to rank (a conversation's speaker names are in nearly
+        all of its entries: 1.1 ms of a search's 3.5 ms after the vector, on LoCoMo).
+        Reciprocal rank fusion counts a match by its place, not its score: it asks for
+        ``every_word``. Text alone (no vectors) keeps them: with no floor (``min_score`` 0)
+        its tail is those ~0 ranks, in their order (LoCoMo's BM25 recall@10 lost .003).
+        """
+        if len(words) < 2 or total * WEIGHTY_TERM_SHARE < 1:
+            return set()
+        docs = self.doc_counts(words)
+        if not any(1 <= docs[w] <= total * WEIGHTY_TERM_SHARE for w in words):
+            return set()
+        return {(w,) for w in words if 2 * docs[w] >= total}
 
     def _term_docs(self, term: tuple[str, ...]) -> int:
         """How many chunks match ``term`` (a token or a phrase's tokens; ``()``: all chunks).

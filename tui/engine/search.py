@@ -216,6 +216,7 @@ def _candidates(
             also=also,
             vectors_ran=query_vector is not None,
             context_weight=options.context_weight,
+            every_word=options.fusion == "rrf",
         )
     text_hits = {chunk_id: rank for chunk_id, rank, _, _ in matches}
     candidate_ids = list(dict.fromkeys([*text_hits, *vector_hits, *window_ids]))
@@ -244,7 +245,10 @@ def _rank_text(
     if not wanted:
         return None
     return index.rank_matches(
-        text_query, vectors_ran=vectors_ran, context_weight=options.context_weight
+        text_query,
+        vectors_ran=vectors_ran,
+        context_weight=options.context_weight,
+        every_word=options.fusion == "rrf",  # it counts a match by its place, not its score
     )
 
 

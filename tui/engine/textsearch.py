@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -95,7 +95,11 @@ def _parse_query(query: str) -> tuple[tuple[str, ...], ...]:
 
 
 def build_match_query(
-    query: str, doc_share: Callable[[str], float] | None = None, *, skip_common: bool = False
+    query: str,
+    doc_share: Callable[[str], float] | None = None,
+    *,
+    skip_common: bool = False,
+    leave_out: Collection[tuple[str, ...]] = (),
 ) -> str | None:
     """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when nothing is searchable.
 
@@ -105,9 +109,10 @@ def build_match_query(
     gives them almost no weight, but FTS5 still walks their huge posting lists
     (tests/bench/search.py: 20 ms -> 5 ms per query at 100k chunks). With ``skip_common`` (a
     big index, and the vector side ran), a query of several common words only gets no full-text
-    search at all.
+    search at all. ``leave_out``: terms not to search (see
+    :meth:`~tui.engine.index_text.FullTextReads._weightless`).
     """
-    terms = query_terms(query)
+    terms = [term for term in query_terms(query) if term not in leave_out]
     if doc_share is not None and len(terms) > 1:
         shares = {t: (0.0 if len(t) > 1 else doc_share(t[0])) for t in terms}
         specific = [t for t in terms if shares[t] <= COMMON_TERM_SHARE]
