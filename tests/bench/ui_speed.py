@@ -38,8 +38,9 @@ What is measured, exactly:
   received (the later answers of **Streaming** are the reference).
 * **Streaming** — the fake OpenAI server streams an answer of ``--tokens`` pieces (words,
   Markdown lists, a code block: list-heavy Markdown, the costliest to lay out) at each of
-  ``--rates`` tokens/s, each into a new session. Timed: sending to the first piece received
-  by the app; first to last piece received (beside the server's own pacing: a UI that
+  ``--rates`` tokens/s, each into a new session, its message typed at a human pace (as in
+  **First answer**: a fresh app's first key warms the chat client). Timed: Enter to the first
+  piece received by the app; first to last piece received (beside the server's own pacing: a UI that
   renders too slowly starves the event loop that reads the stream, so this is where "falling
   behind" shows); last piece to the whole text on screen (the widgets hold it and the screen
   has been painted once since; later folding of finished text is not counted); the largest
@@ -593,6 +594,7 @@ async def stream_once(
 
     ``on_first_token`` is called once the first piece arrived; the ticker runs until the answer
     is rendered and ``until()`` (if given) holds. Returns the stall meter."""
+    from textual import events
     from textual.widgets import Markdown
 
     from tui.app.widgets.chat_message import ChatMessage
@@ -623,10 +625,12 @@ async def stream_once(
         if messages and messages[-1].role == "assistant":
             backlog.append(len(messages[-1].text) - len(shown(messages[-1])))
 
+    # Typed, as every message is (the first key of a fresh app's first one warms the client)
+    await type_message(app, "stream please")
     meter = StallMeter(sample_backlog).start()
     finished = main.chat_pane.turns_finished
     t_send = time.perf_counter()
-    main.chat_pane.send("stream please")
+    app.post_message(events.Key("enter", "\r"))
     if on_first_token is not None:
         await _wait(lambda: received, 60)
         on_first_token()
@@ -832,6 +836,19 @@ async def bench_in_app(
         server.stop()
 
 
+async def type_message(app: MemdeckApp, text: str) -> None:
+    """Type ``text`` into the message box at a human pace, as the terminal driver posts keys
+    (its first key starts the app's warm-up of the chat client, as it does for a user)."""
+    from textual import events
+
+    chat = app.main_screen.chat_pane
+    chat.chat_input.focus()
+    for char in text:
+        await asyncio.sleep(HUMAN_KEY_GAP_S)
+        app.post_message(events.Key("space" if char == " " else char, char))
+    await _wait(lambda: chat.chat_input.value == text)
+
+
 async def first_answer(app: MemdeckApp, server: ServerProcess) -> None:
     """The fresh app's first answer: typed at a human pace, Enter, then send → first token."""
     from textual import events
@@ -839,13 +856,9 @@ async def first_answer(app: MemdeckApp, server: ServerProcess) -> None:
     from tui.app.widgets.chat_message import ChatMessage
 
     chat = app.main_screen.chat_pane
-    chat.chat_input.focus()
     server.enqueue({"text": ["The first ", "answer."], "chunk_delay": 0.01})
     text = "hello there"
-    for char in text:
-        await asyncio.sleep(HUMAN_KEY_GAP_S)
-        app.post_message(events.Key("space" if char == " " else char, char))
-    await _wait(lambda: chat.chat_input.value == text)
+    await type_message(app, text)
     received, original = _time_appends()
     finished = chat.turns_finished
     t_send = time.perf_counter()
