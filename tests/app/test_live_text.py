@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.strip import Strip
 
+from tui.app import textual_compat  # noqa
 from tui.app.screens.live_stage import LiveStage
 from tui.app.textual_compat import picture_of
 from tui.app.widgets.chat_markdown import ChatMarkdown
@@ -70,6 +71,32 @@ async def test_the_open_segment_draws_as_its_markdown_would_in_the_message(
     # its blocks are on the stage, not in the chat
     assert not message.query(ChatMarkdown)
     assert isinstance(live.markdown.screen, LiveStage)
+
+
+async def test_each_write_draws_what_its_whole_text_would_though_it_draws_its_end_only(
+    host: tuple[Pilot[Any], ChatMessage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write draws again only the lines from the first that may have changed; the lines
+    above it are the last picture's. After every small write (a new list item, a word, a line
+    of code), and once focus changes the background under it, the picture is still what the
+    whole text draws."""
+    pilot, message = host
+    drawn_from: list[int] = []
+    lines_from = textual_compat._lines_from
+
+    def spy(compositor: Any, first: int, size: Any) -> list[Strip]:
+        drawn_from.append(first)
+        return lines_from(compositor, first, size)
+
+    monkeypatch.setattr(textual_compat, "_lines_from", spy)
+    ends = [*range(5, len(ANSWER), 7), len(ANSWER)]
+    for step, end in enumerate(ends):
+        if step == len(ends) // 2:
+            message.focus()  # another background: drawn whole again
+        live = await streamed_to(pilot, message, end)
+        assert live.picture == await in_place(pilot, message, live.source), f"at {end}"
+    assert len(drawn_from) > len(ends) // 2, "most writes draw from a line below the top"
+    assert max(drawn_from) > 5
 
 
 async def test_a_closed_segment_becomes_a_picture_and_leaves_the_stage(

@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Markdown
 
-from tui.app.textual_compat import draw_offstage, register_offstage
+from tui.app.textual_compat import OffstagePicture, redraw_offstage, register_offstage
 
 
 class LiveStage(Screen[None]):
@@ -31,6 +31,14 @@ class LiveStage(Screen[None]):
         background: transparent;
     }
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: Each segment's last picture, with the width and colours it was drawn at: the next
+        #: one draws again only the lines that may have changed (:func:`redraw_offstage`).
+        self._pictures: WeakKeyDictionary[
+            Markdown, tuple[tuple[int, Color, Color], OffstagePicture]
+        ] = WeakKeyDictionary()
 
     @classmethod
     def of(cls, app: App[Any]) -> LiveStage:
@@ -52,7 +60,21 @@ class LiveStage(Screen[None]):
             self.styles.color = color
         height = markdown.get_content_height(Size(width, 0), self.app.size, width)
         height += markdown.styles.gutter.height
-        return draw_offstage(markdown, Size(width, height)) if height else []
+        if not height:
+            return []
+        last = self._pictures.get(markdown)
+        if last is not None and last[0][1:] != (background, color):
+            # Each widget keeps its style (the background under it folded in) and the lines
+            # drawn with it until told: a message that took focus kept its old background.
+            for node in markdown.walk_children(with_self=True):
+                node.notify_style_update()
+                node.refresh()
+        drawn_alike = last is not None and last[0] == (width, background, color)
+        picture = redraw_offstage(
+            markdown, Size(width, height), last[1] if last is not None and drawn_alike else None
+        )
+        self._pictures[markdown] = ((width, background, color), picture)
+        return picture.strips
 
 
 _STAGES: WeakKeyDictionary[App[Any], LiveStage] = WeakKeyDictionary()
