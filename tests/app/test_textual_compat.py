@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import io
+from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
@@ -17,7 +18,7 @@ from textual._compositor import ChopsUpdate
 from textual.app import App, ComposeResult
 from textual.command import CommandPalette
 from textual.containers import Vertical
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Markdown, Static, TabbedContent, TabPane, TextArea
@@ -25,7 +26,7 @@ from textual.widgets.markdown import MarkdownBlock
 
 from tui.app import textual_compat as compat
 from tui.app.widgets.chat_input import ChatInput
-from tui.app.widgets.chat_markdown import GrowingList
+from tui.app.widgets.chat_markdown import ChatMarkdown, GrowingList
 
 
 def test_markdown_list_block_classes_are_the_ones_markdown_builds() -> None:
@@ -119,6 +120,40 @@ async def test_a_screen_started_offstage_holds_widgets_and_draws_them_as_a_shown
         assert compat.draw_offstage(offstage, size) == compat.picture_of(shown)
         assert offstage.size.width == shown.size.width, "told the size it was drawn at"
     assert not offstage.is_running, "closed with the app"
+
+
+async def test_an_offstage_picture_drawn_again_from_a_line_is_the_whole_picture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``redraw_offstage`` reads the compositor's cuts and widget order, and each widget's
+    dirty lines: after a streamed list grows (``ChatMarkdown``: Textual's own append of a list
+    item drops its first one), the lines it draws from below the top, under the lines kept,
+    are the whole picture of the same text."""
+    drawn_from: list[int] = []
+    lines_from = compat._lines_from
+
+    def spy(compositor: Any, first: int, size: Size) -> list[Strip]:
+        drawn_from.append(first)
+        return lines_from(compositor, first, size)
+
+    monkeypatch.setattr(compat, "_lines_from", spy)
+    app = App[None]()
+    async with app.run_test(size=(40, 12)) as pilot:
+        stage = Screen[None]()
+        compat.register_offstage(stage)
+        growing, whole = ChatMarkdown(), ChatMarkdown()
+        await stage.mount_all([growing, whole])
+        await growing.append("# Plan\n\n- one\n- two\n")  # streamed, as a segment is
+        await pilot.pause()
+        size = Size(40, 10)
+        before = compat.redraw_offstage(growing, size, None)
+        await growing.append("- three, which is long enough to wrap at forty columns\n")
+        await whole.update(growing.source)
+        await pilot.pause()
+        after = compat.redraw_offstage(growing, size, before)
+        assert drawn_from and drawn_from[-1] > 2, "the heading and first items kept"
+        assert after.strips == compat.draw_offstage(whole, size)
+        assert "three" in "".join(strip.text for strip in after.strips)
 
 
 def test_a_container_changed_with_its_children_does_not_draw_far_regions_in() -> None:

@@ -104,9 +104,12 @@ def redraw_offstage(widget: Widget, size: Size, before: OffstagePicture | None) 
     Textual draws a container again whole when its height changes, and every widget over the
     area drawn whole: a streamed segment's picture drew all its lines at each write, for the
     few at its end that changed (``tests/bench/ui_speed.py``: 4-13 ms a picture). The lines
-    above the first widget that is new, moved, has content to draw again (a refresh), or is a
-    container that grew or shrank (from its old or new bottom, whichever is higher, and its
-    bottom gutter) are taken from ``before``.
+    above the first widget that is new, moved, has content to draw again (a refreshed leaf), or
+    is a container that grew or shrank (from its old or new bottom, whichever is higher, and
+    its bottom gutter) are taken from ``before``. For widgets whose containers draw no content
+    of their own, as Markdown's blocks: a container's lines (background, borders, padding)
+    change with its size and styles, not when Textual marks it dirty for a child's change; a
+    new background under the widget is the caller's to tell (see ``LiveStage.picture``).
     """
     compositor = widget.screen._compositor
     compositor.reflow(widget, size)
@@ -144,7 +147,7 @@ def _first_changed_line(regions: dict[Widget, Region], before: dict[Widget, Regi
             else:  # its own lines are the same above its bottom gutter
                 bottom = min(old.bottom, region.bottom) - node.styles.gutter.bottom - 1
                 first = min(first, max(region.y, bottom))
-        else:
+        elif node not in parents:  # a leaf told to draw its content again
             dirty = node._styles_cache._dirty_lines
             if dirty:
                 first = min(first, region.y + min(dirty))
