@@ -4,6 +4,8 @@ draws in the message, and leave nothing behind when it closes."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -113,6 +115,17 @@ async def test_a_closed_segment_becomes_a_picture_and_leaves_the_stage(
     assert message.shown_text() == ANSWER
     assert not stage.children, "the segment's Markdown stays on the stage"
     assert live not in message.children
+    # Once another answer has streamed, nothing holds the closed segment's blocks: the stage,
+    # never laid out by Textual, kept every widget that asked it for a layout.
+    closed = weakref.ref(live.markdown)
+    del live
+    another = ChatMessage("assistant")
+    await pilot.app.query_one(VerticalScroll).mount(another)
+    await another.append_text("Another answer, *streamed*.")
+    await another.finish()
+    await pilot.pause()
+    gc.collect()
+    assert closed() is None, "a closed segment's blocks are held"
 
 
 async def test_a_message_removed_while_it_streams_leaves_nothing_on_the_stage(

@@ -43,6 +43,7 @@ __all__ = [
     "draw_offstage",
     "OffstagePicture",
     "redraw_offstage",
+    "release_offstage",
     "layout_pending",
     "list_bullet",
     "palette_search_group",
@@ -128,6 +129,18 @@ def redraw_offstage(widget: Widget, size: Size, before: OffstagePicture | None) 
         # with any new size): they are the lines kept, not ones to draw again next time.
         node._styles_cache._dirty_lines.difference_update(range(first - region.y))
     return OffstagePicture(lines, regions)
+
+
+def release_offstage(screen: Screen[Any]) -> None:
+    """Let go of the widgets drawn on ``screen`` by :func:`redraw_offstage`: its compositor
+    keeps the last ones (a closed segment's blocks) until it draws again, and the screen every
+    one that asked it for a layout."""
+    compositor = screen._compositor
+    compositor.clear()
+    compositor.root = None
+    # The widgets that asked the screen for a layout, kept until its layout runs: a screen
+    # never shown never runs it, and every streamed segment's blocks stayed there.
+    screen._layout_widgets.clear()
 
 
 def _first_changed_line(regions: dict[Widget, Region], before: dict[Widget, Region]) -> int:

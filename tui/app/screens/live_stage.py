@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -12,7 +13,12 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Markdown
 
-from tui.app.textual_compat import OffstagePicture, redraw_offstage, register_offstage
+from tui.app.textual_compat import (
+    OffstagePicture,
+    redraw_offstage,
+    register_offstage,
+    release_offstage,
+)
 
 
 class LiveStage(Screen[None]):
@@ -32,14 +38,6 @@ class LiveStage(Screen[None]):
     }
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        #: Each segment's last picture, with the width and colours it was drawn at: the next
-        #: one draws again only the lines that may have changed (:func:`redraw_offstage`).
-        self._pictures: WeakKeyDictionary[
-            Markdown, tuple[tuple[int, Color, Color], OffstagePicture]
-        ] = WeakKeyDictionary()
-
     @classmethod
     def of(cls, app: App[Any]) -> LiveStage:
         """The app's stage (started on first use)."""
@@ -49,11 +47,22 @@ class LiveStage(Screen[None]):
             register_offstage(stage)
         return stage
 
+    def let_go(self) -> None:
+        """Keep no widget of a segment drawn last (called when one leaves the stage)."""
+        release_offstage(self)
+
     def picture(
-        self, markdown: Markdown, width: int, background: Color, color: Color
-    ) -> list[Strip]:
+        self,
+        markdown: Markdown,
+        width: int,
+        background: Color,
+        color: Color,
+        last: StagePicture | None = None,
+    ) -> StagePicture | None:
         """The lines ``markdown`` (a child of this stage) draws at ``width`` on ``background``
-        in ``color`` (a picture as tall as its text)."""
+        in ``color`` (a picture as tall as its text; None while it has none). ``last``, its
+        previous picture: only the lines that may have changed are drawn again
+        (:func:`redraw_offstage`)."""
         if self.styles.background != background:
             self.styles.background = background
         if self.styles.color != color:
@@ -61,20 +70,41 @@ class LiveStage(Screen[None]):
         height = markdown.get_content_height(Size(width, 0), self.app.size, width)
         height += markdown.styles.gutter.height
         if not height:
-            return []
-        last = self._pictures.get(markdown)
-        if last is not None and last[0][1:] != (background, color):
+            return None
+        if last is not None and last.drawn_at[1:] != (background, color):
             # Each widget keeps its style (the background under it folded in) and the lines
             # drawn with it until told: a message that took focus kept its old background.
             for node in markdown.walk_children(with_self=True):
                 node.notify_style_update()
                 node.refresh()
-        drawn_alike = last is not None and last[0] == (width, background, color)
-        picture = redraw_offstage(
-            markdown, Size(width, height), last[1] if last is not None and drawn_alike else None
+        before = (
+            last.offstage
+            if last is not None and last.drawn_at == (width, background, color)
+            else None
         )
-        self._pictures[markdown] = ((width, background, color), picture)
-        return picture.strips
+        drawn = redraw_offstage(markdown, Size(width, height), before)
+        return StagePicture(width, background, color, drawn)
+
+
+@dataclass(frozen=True)
+class StagePicture:
+    """A segment's picture, with the width and colours it was drawn at (held by the segment's
+    :class:`~tui.app.widgets.live_text.LiveText`: it refers to the segment's widgets)."""
+
+    width: int
+    background: Color
+    color: Color
+    offstage: OffstagePicture
+
+    @property
+    def strips(self) -> list[Strip]:
+        """The picture's lines."""
+        return self.offstage.strips
+
+    @property
+    def drawn_at(self) -> tuple[int, Color, Color]:
+        """Width, background and colour."""
+        return self.width, self.background, self.color
 
 
 _STAGES: WeakKeyDictionary[App[Any], LiveStage] = WeakKeyDictionary()

@@ -6,7 +6,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.app.screens.live_stage import LiveStage
+from tui.app.screens.live_stage import LiveStage, StagePicture
 from tui.app.widgets.chat_markdown import ChatMarkdown
 from tui.app.widgets.folded_text import FoldedText
 
@@ -39,6 +39,8 @@ class LiveText(Widget):
         #: The Markdown the picture shows (the source of the last append drawn).
         self.drawn_source = ""
         self._picture_width = 0
+        #: The last picture with what it was drawn at: the next one starts from it.
+        self._drawn: StagePicture | None = None
 
     @property
     def source(self) -> str:
@@ -58,7 +60,8 @@ class LiveText(Widget):
         if not width or not isinstance(stage, LiveStage):
             return
         _, background = self.background_colors
-        picture = stage.picture(self.markdown, width, background, self.colors[3])
+        self._drawn = stage.picture(self.markdown, width, background, self.colors[3], self._drawn)
+        picture = self._drawn.strips if self._drawn is not None else []
         grew = len(picture) != len(self.picture)
         self.picture = picture
         self.drawn_source = self.markdown.source
@@ -86,5 +89,9 @@ class LiveText(Widget):
 
     def on_unmount(self) -> None:
         self.markdown.on_appended = None
-        if self.markdown.parent is not None:
+        self._drawn = None
+        stage = self.markdown.parent
+        if stage is not None:
             self.markdown.remove()
+        if isinstance(stage, LiveStage):
+            stage.let_go()
