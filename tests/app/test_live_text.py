@@ -9,7 +9,7 @@ import weakref
 from typing import Any
 
 import pytest
-from support.pilot import PanelHost, wait_until
+from support.pilot import PanelHost, partial_redraws, wait_until
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.strip import Strip
@@ -83,14 +83,7 @@ async def test_each_write_draws_what_its_whole_text_would_though_it_draws_its_en
     of code), and once focus changes the background under it, the picture is still what the
     whole text draws."""
     pilot, message = host
-    drawn_from: list[int] = []
-    lines_from = textual_compat._lines_from
-
-    def spy(compositor: Any, first: int, size: Any) -> list[Strip]:
-        drawn_from.append(first)
-        return lines_from(compositor, first, size)
-
-    monkeypatch.setattr(textual_compat, "_lines_from", spy)
+    drawn_from = partial_redraws(monkeypatch)
     ends = [*range(5, len(ANSWER), 7), len(ANSWER)]
     for step, end in enumerate(ends):
         if step == len(ends) // 2:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import inspect
 import io
-from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
 from rich.segment import ControlType
+from support.pilot import partial_redraws
 from textual._compositor import ChopsUpdate
 from textual.app import App, ComposeResult
 from textual.command import CommandPalette
@@ -129,14 +129,7 @@ async def test_an_offstage_picture_drawn_again_from_a_line_is_the_whole_picture(
     dirty lines: after a streamed list grows (``ChatMarkdown``: Textual's own append of a list
     item drops its first one), the lines it draws from below the top, under the lines kept,
     are the whole picture of the same text."""
-    drawn_from: list[int] = []
-    lines_from = compat._lines_from
-
-    def spy(compositor: Any, first: int, size: Size) -> list[Strip]:
-        drawn_from.append(first)
-        return lines_from(compositor, first, size)
-
-    monkeypatch.setattr(compat, "_lines_from", spy)
+    drawn_from = partial_redraws(monkeypatch)
     app = App[None]()
     async with app.run_test(size=(40, 12)) as pilot:
         stage = Screen[None]()

@@ -245,3 +245,19 @@ async def send(pilot: Pilot[Any], text: str) -> None:
     pane.chat_input.focus()
     await pilot.press(*text, "enter")
     await wait_until(pilot, lambda: pane.turns_finished > finished, "the turn to finish")
+
+
+def partial_redraws(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The first line of each offstage picture drawn from below its top, as they are drawn
+    (``textual_compat._lines_from`` watched for the test's length)."""
+    from tui.app import textual_compat
+
+    firsts: list[int] = []
+    lines_from = textual_compat._lines_from
+
+    def watched(compositor: Any, first: int, size: Any) -> Any:
+        firsts.append(first)
+        return lines_from(compositor, first, size)
+
+    monkeypatch.setattr(textual_compat, "_lines_from", watched)
+    return firsts

@@ -118,11 +118,11 @@ def redraw_offstage(widget: Widget, size: Size, before: OffstagePicture | None) 
         node._size_updated(region.size, virtual_size, container_size)
     placed = compositor.visible_widgets
     regions = {node: region for node, (region, _clip) in placed.items()}
-    first = 0 if before is None else _first_changed_line(regions, before.regions)
-    first = min(first, len(before.strips) if before is not None else 0, size.height)
+    if before is None:
+        return OffstagePicture(compositor.render_strips(), regions)
+    first = min(_first_changed_line(regions, before.regions), len(before.strips), size.height)
     if first == 0:
         return OffstagePicture(compositor.render_strips(), regions)
-    assert before is not None
     lines = before.strips[:first] + _lines_from(compositor, first, size)
     for node, region in regions.items():
         # Lines above ``first`` are dirty only in a container that grew (its cache is cleared

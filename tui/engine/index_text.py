@@ -14,10 +14,10 @@ from .index_db import FTS_TOKENIZER
 from .textsearch import SKIP_COMMON_FROM_CHUNKS, build_match_query, query_terms
 
 #: Below this many chunks every query term is searched, however common (but see
-#: :meth:`FullTextReads._weightless`).
+#: :func:`weightless_words`).
 MIN_CHUNKS_TO_PRUNE = 2000
 #: A word in at most this share of chunks makes the words in half of them or more weightless
-#: beside it (:meth:`FullTextReads._weightless`): its idf is at least ln 3 (1.1), theirs 1e-6.
+#: beside it (:func:`weightless_words`): its idf is at least ln 3 (1.1), theirs 1e-6.
 WEIGHTY_TERM_SHARE = 0.25
 
 
@@ -164,7 +164,7 @@ class FullTextReads:
         ``context_weight``: what a word of a unit's context (the entry before it) counts for
         against one of its own text (1). The two parts say which words made the rank (they
         cost nothing measurable beside it; a second query for them cost 0.45 ms a search).
-        ``every_word``: match even the words bm25 weighs ~0 (:meth:`_weightless`).
+        ``every_word``: match even the words bm25 weighs ~0 (:func:`weightless_words`).
         """
         match = self._match(query, vectors_ran, every_word)
         if match is None:
@@ -230,36 +230,21 @@ class FullTextReads:
 
     def _match(self, query: str, vectors_ran: bool, every_word: bool = False) -> str | None:
         """The MATCH expression of ``query`` (None: nothing worth searching). Beside vectors,
-        the words bm25 weighs ~0 are left out (:meth:`_weightless`) unless ``every_word``."""
+        the words bm25 weighs ~0 are left out (:func:`weightless_words`) unless ``every_word``."""
         total = self._term_docs(())
         skip_common = vectors_ran and total >= SKIP_COMMON_FROM_CHUNKS
         words = [term[0] for term in query_terms(query) if len(term) == 1]
-        if total >= MIN_CHUNKS_TO_PRUNE and len(words) > 1:
-            self.doc_counts(words)  # words not seen yet: one statement, not four for each
-        weightless = self._weightless(words, total) if vectors_ran and not every_word else set()
+        prune = total >= MIN_CHUNKS_TO_PRUNE
+        drop_weightless = vectors_ran and not every_word and total * WEIGHTY_TERM_SHARE >= 1
+        weightless: set[tuple[str, ...]] = set()
+        if len(words) > 1 and (prune or drop_weightless):
+            # words not seen yet: one statement, not four for each
+            docs = self.doc_counts(words)
+            if drop_weightless:
+                weightless = weightless_words(docs, total)
         return build_match_query(
             query, self._doc_share, skip_common=skip_common, leave_out=weightless
         )
-
-    def _weightless(self, words: list[str], total: int) -> set[tuple[str, ...]]:
-        """The query's words in half the chunks or more, when it also has a word found in at
-        most ``WEIGHTY_TERM_SHARE`` of them (and at least one).
-
-        FTS5's bm25 clamps such a word's idf to 1e-6, so it adds ~nothing to any rank, and a
-        chunk that matches it alone ranks ~1e-6 of one holding the specific word: every text
-        score (max-, idf- or unit-scaled) leaves that chunk at ~0 either way. Searching it
-        only made every chunk a match to rank (a conversation's speaker names are in nearly
-        all of its entries: 1.1 ms of a search's 3.5 ms after the vector, on LoCoMo).
-        Reciprocal rank fusion counts a match by its place, not its score: it asks for
-        ``every_word``. Text alone (no vectors) keeps them: with no floor (``min_score`` 0)
-        its tail is those ~0 ranks, in their order (LoCoMo's BM25 recall@10 lost .003).
-        """
-        if len(words) < 2 or total * WEIGHTY_TERM_SHARE < 1:
-            return set()
-        docs = self.doc_counts(words)
-        if not any(1 <= docs[w] <= total * WEIGHTY_TERM_SHARE for w in words):
-            return set()
-        return {(w,) for w in words if 2 * docs[w] >= total}
 
     def _term_docs(self, term: tuple[str, ...]) -> int:
         """How many chunks match ``term`` (a token or a phrase's tokens; ``()``: all chunks).
@@ -377,3 +362,22 @@ class FullTextReads:
             docs = self._term_docs(term)
             idf += max(1e-6, math.log((total - docs + 0.5) / (docs + 0.5)))
         return idf
+
+
+def weightless_words(docs: dict[str, int], total: int) -> set[tuple[str, ...]]:
+    """The words of a query (with how many of ``total`` chunks hold each) in half the chunks or
+    more, when it also has a word found in at most ``WEIGHTY_TERM_SHARE`` of them (and at
+    least one).
+
+    FTS5's bm25 clamps such a word's idf to 1e-6, so it adds ~nothing to any rank, and a chunk
+    that matches it alone ranks ~1e-6 of one holding the specific word: every text score (max-,
+    idf- or unit-scaled) leaves that chunk at ~0 either way. Searching it only made every chunk
+    a match to rank (a conversation's speaker names are in nearly all of its entries: 1.1 ms of
+    a search's 3.5 ms after the vector, on LoCoMo). Reciprocal rank fusion counts a match by
+    its place, not its score: it asks for ``every_word``. Text alone (no vectors) keeps them:
+    with no floor (``min_score`` 0) its tail is those ~0 ranks, in their order (LoCoMo's BM25
+    recall@10 lost .003).
+    """
+    if not any(1 <= n <= total * WEIGHTY_TERM_SHARE for n in docs.values()):
+        return set()
+    return {(word,) for word, n in docs.items() if 2 * n >= total}

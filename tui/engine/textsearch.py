@@ -110,7 +110,7 @@ def build_match_query(
     (tests/bench/search.py: 20 ms -> 5 ms per query at 100k chunks). With ``skip_common`` (a
     big index, and the vector side ran), a query of several common words only gets no full-text
     search at all. ``leave_out``: terms not to search (see
-    :meth:`~tui.engine.index_text.FullTextReads._weightless`).
+    :func:`~tui.engine.index_text.weightless_words`).
     """
     terms = [term for term in query_terms(query) if term not in leave_out]
     if doc_share is not None and len(terms) > 1:

@@ -71,19 +71,15 @@ class LiveStage(Screen[None]):
         height += markdown.styles.gutter.height
         if not height:
             return None
-        if last is not None and last.drawn_at[1:] != (background, color):
+        drawn_at = (width, background, color)
+        if last is not None and last.drawn_at[1:] != drawn_at[1:]:
             # Each widget keeps its style (the background under it folded in) and the lines
             # drawn with it until told: a message that took focus kept its old background.
             for node in markdown.walk_children(with_self=True):
                 node.notify_style_update()
                 node.refresh()
-        before = (
-            last.offstage
-            if last is not None and last.drawn_at == (width, background, color)
-            else None
-        )
-        drawn = redraw_offstage(markdown, Size(width, height), before)
-        return StagePicture(width, background, color, drawn)
+        before = last.offstage if last is not None and last.drawn_at == drawn_at else None
+        return StagePicture(drawn_at, redraw_offstage(markdown, Size(width, height), before))
 
 
 @dataclass(frozen=True)
@@ -91,20 +87,14 @@ class StagePicture:
     """A segment's picture, with the width and colours it was drawn at (held by the segment's
     :class:`~tui.app.widgets.live_text.LiveText`: it refers to the segment's widgets)."""
 
-    width: int
-    background: Color
-    color: Color
+    #: Width, background and colour.
+    drawn_at: tuple[int, Color, Color]
     offstage: OffstagePicture
 
     @property
     def strips(self) -> list[Strip]:
         """The picture's lines."""
         return self.offstage.strips
-
-    @property
-    def drawn_at(self) -> tuple[int, Color, Color]:
-        """Width, background and colour."""
-        return self.width, self.background, self.color
 
 
 _STAGES: WeakKeyDictionary[App[Any], LiveStage] = WeakKeyDictionary()
