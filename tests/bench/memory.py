@@ -29,11 +29,10 @@ Two runs:
   workspace the full run indexed, as a user opens it day to day: the model loaded, nothing to
   embed, nothing searched, nothing typed, measured once the app has been quiet for its quiet
   time (2 s: it then gives the index's page caches back); then what the first use brings
-  back: the first search
-  (numpy and the vector mirror) and the chat client's warm-up (what the first key of a message
-  starts: the ``openai`` SDK, its HTTP client, a connection try to the closed port). The idle
-  line names the lazily loaded libraries the app holds (``holds=``: none expected). The last
-  line prints the idle figure on its own. The workspace's files are dated a day back, as a
+  back: the first search (numpy and the vector mirror) and the chat client's warm-up (what
+  the first key of a message starts: the ``openai`` SDK, its HTTP client, a connection try
+  to the closed port). The idle line names the lazily loaded libraries the app holds
+  (``holds=``: none expected). The last line prints the idle figure on its own. The workspace's files are dated a day back, as a
   user's are: a file stamped seconds after its change is checked with git at the next start.
 
 The app is opened as ``memdeck`` opens it (``tui.app.main.open_engine``): the local model runs
