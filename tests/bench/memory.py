@@ -32,8 +32,9 @@ Two runs:
   back: the first search (numpy and the vector mirror) and the chat client's warm-up (what
   the first key of a message starts: the ``openai`` SDK, its HTTP client, a connection try
   to the closed port). The idle line names the lazily loaded libraries the app holds
-  (``holds=``: none expected). The last line prints the idle figure on its own. The workspace's files are dated a day back, as a
-  user's are: a file stamped seconds after its change is checked with git at the next start.
+  (``holds=``: none expected). The last line prints the idle figure on its own. The
+  workspace's files are dated a day back, as a user's are: a file stamped seconds after its
+  change is checked with git at the next start.
 
 The app is opened as ``memdeck`` opens it (``tui.app.main.open_engine``): the local model runs
 in a helper process (``[embeddings] process = "auto"``). The helper is measured too, on its own
